@@ -1,0 +1,70 @@
+# pgrun — every entry point people need. See README.md.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PGRUN := $(VENV)/bin/pgrun
+STAMP := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
+# Runs its command against DATABASE_URL when set, else against a throw-away embedded cluster.
+WITH_DB = if [ -n "$$DATABASE_URL" ]; then $(1); else $(PGRUN) dev -- $(1); fi
+
+.PHONY: help test suites lint lint-static lint-plpgsql pgtap pytest dev migrate check-schema \
+        sql-bundle sysdeps venv clean
+
+help:
+	@echo "make test        everything from a fresh clone: install, lint, pgTAP, pytest"
+	@echo "make dev         start a local PostgreSQL and print its DATABASE_URL"
+	@echo "make migrate     apply the schema to DATABASE_URL"
+	@echo "make lint        sqlfluff, plpgsql_check, ruff, mypy --strict"
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[test]'
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+venv: $(STAMP)
+
+sysdeps:
+	bash scripts/ensure-system-deps.sh
+
+# One embedded cluster for every suite; -k runs every suite even when one fails, and
+# `pgrun dev` stops the cluster whatever the outcome and passes the exit code on.
+test: venv sysdeps
+	$(PGRUN) dev -- $(MAKE) --no-print-directory -k suites
+
+suites: lint pgtap pytest
+
+lint: lint-static lint-plpgsql
+
+lint-static: venv
+	$(VENV)/bin/sqlfluff lint --processes 2 sql plpgsql
+	$(VENV)/bin/ruff check python tests_py bench scripts
+	$(VENV)/bin/ruff format --check python tests_py bench scripts
+	$(VENV)/bin/mypy python/pgrun
+
+lint-plpgsql: venv sysdeps
+	@$(call WITH_DB,$(PY) scripts/plpgsql_lint.py)
+
+pgtap: venv sysdeps
+	@$(call WITH_DB,$(PY) scripts/run_pgtap.py)
+
+pytest: venv sysdeps
+	@$(call WITH_DB,$(PY) -m pytest -q)
+
+dev: venv sysdeps
+	$(PGRUN) dev --migrate
+
+migrate: venv
+	$(PGRUN) migrate
+
+check-schema: venv
+	$(PGRUN) check-schema
+
+sql-bundle: venv
+	$(PGRUN) sql-bundle -o pgrun.sql
+
+clean:
+	rm -rf $(VENV) .pgrun .mypy_cache .ruff_cache .pytest_cache dist build

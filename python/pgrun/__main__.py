@@ -1,0 +1,5 @@
+import sys
+
+from pgrun.cli import main
+
+sys.exit(main())
