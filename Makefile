@@ -49,7 +49,7 @@ lint-plpgsql: venv sysdeps
 	@$(call WITH_DB,$(PY) scripts/plpgsql_lint.py)
 
 pgtap: venv sysdeps
-	@$(call WITH_DB,$(PY) scripts/run_pgtap.py)
+	@$(call WITH_DB,$(PY) scripts/run_pgtap.py $(T))
 
 pytest: venv sysdeps
 	@$(call WITH_DB,$(PY) -m pytest -q)

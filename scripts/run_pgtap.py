@@ -2,7 +2,7 @@
 
 Fails when pg_prove fails and also when it ran zero tests (pg_prove itself exits 0
 then). Needs DATABASE_URL (a server where we may create databases): `make pgtap`
-provides one.
+provides one. Arguments narrow the run: `make pgtap T=tests_sql/jobs/claim`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,16 @@ def main() -> int:
     if not admin:
         print("run_pgtap: DATABASE_URL is not set (use `make pgtap`)", file=sys.stderr)
         return 2
-    files = sorted(p for p in TESTS.rglob("test_*.sql") if FIXTURES not in p.parents)
+    # Optional arguments narrow the run to some files or folders: run_pgtap.py tests_sql/jobs
+    targets = [Path(a).resolve() for a in sys.argv[1:]] or [TESTS]
+    files = sorted(
+        {
+            p
+            for target in targets
+            for p in ([target] if target.is_file() else target.rglob("test_*.sql"))
+            if FIXTURES not in p.parents
+        }
+    )
     if not files:
         print("run_pgtap: no tests_sql/**/test_*.sql files found", file=sys.stderr)
         return 1
@@ -51,7 +60,7 @@ def main() -> int:
         ):
             if params.get(key):
                 env[var] = str(params[key])
-        args = ["pg_prove", "--ext", ".sql", *sys.argv[1:]]
+        args = ["pg_prove", "--ext", ".sql"]
         args += [str(f.relative_to(ROOT)) for f in files]
         proc = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
         sys.stdout.write(proc.stdout)
