@@ -20,6 +20,7 @@ checkout the repository's own ``sql/`` and ``plpgsql/`` folders are read instead
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -65,7 +66,13 @@ class AppliedMigration:
 
 
 def schema_root() -> Traversable:
-    """The folder holding ``sql/`` and ``plpgsql/``: package data, else the checkout."""
+    """The folder holding ``sql/`` and ``plpgsql/``: package data, else the checkout.
+
+    ``PGRUN_SCHEMA_DIR`` points elsewhere (tests use it to stage edited migrations).
+    """
+    override = os.environ.get("PGRUN_SCHEMA_DIR")
+    if override:
+        return Path(override)
     packaged = resources.files("pgrun") / "_schema"
     if packaged.is_dir():
         return packaged
@@ -109,7 +116,8 @@ def plpgsql_tree(root: Traversable | None = None) -> Migration:
     """The plpgsql/ tree as one repeatable migration, in the fixed load order."""
     root = root or schema_root()
     base = root / "plpgsql"
-    present = {item.name for item in base.iterdir() if item.is_dir()}
+    # Empty folders do not survive git or the wheel, so a missing folder is an empty one.
+    present = {item.name for item in base.iterdir() if item.is_dir()} if base.is_dir() else set()
     unknown = present - set(PLPGSQL_ORDER)
     if unknown:
         raise MigrationError(

@@ -18,6 +18,7 @@ the loopback address only; the Unix socket is disabled.
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import os
 import pwd
 import re
@@ -26,6 +27,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -89,7 +91,8 @@ def find_bindir() -> Path:
     candidates = [Path(override)] if override else candidate_bindirs()
     for path in candidates:
         if all(os.access(path / name, os.X_OK) for name in _REQUIRED):
-            return path
+            # A PATH entry may hold symlinks to the real folder, which has every tool.
+            return (path / "initdb").resolve().parent
     searched = ", ".join(str(p) for p in candidates) or "(nothing)"
     raise ServerError(
         f"PostgreSQL server binaries (initdb, postgres) not found; searched {searched}. "
@@ -287,11 +290,24 @@ class EmbeddedServer:
             if folder.stat().st_uid == os.geteuid():
                 folder.chmod(folder.stat().st_mode | 0o711)
         if not _reachable_by(self.root, account):
-            assert account is not None
-            raise ServerError(
-                f"the server account {account.name!r} cannot reach {self.root}; set PGRUN_HOME "
-                "to a folder it can traverse (e.g. under /tmp)"
-            )
+            # The project sits somewhere the unprivileged server account cannot enter
+            # (e.g. under /root): keep the cluster in a private folder under /tmp instead.
+            shutil.rmtree(self.root, ignore_errors=True)
+            digest = hashlib.sha256(str(self.home).encode()).hexdigest()[:10]
+            relative = self.root.relative_to(self.home)
+            self.home = Path(tempfile.gettempdir()) / f"pgrun-{digest}"
+            self.root = self.home / relative
+            if self.ephemeral:
+                remove_stale_clusters(self.home)
+            self.root.mkdir(parents=True, exist_ok=True)
+            for folder in (self.home, self.root.parent, self.root):
+                folder.chmod(0o711)
+            if not _reachable_by(self.root, account):
+                assert account is not None
+                raise ServerError(
+                    f"the server account {account.name!r} cannot reach {self.root}; set "
+                    "PGRUN_HOME to a folder it can traverse"
+                )
         (self.root / "owner.pid").write_text(f"{os.getpid()}\n")
         password_file = self.root / "password"
         if not (self.data_dir / "PG_VERSION").exists():

@@ -1,0 +1,267 @@
+"""The migration runner, check-schema and the psql bundle, against a real server."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from pgrun import migrate
+from pgrun.server import find_bindir
+
+REPO = Path(__file__).resolve().parents[1]
+PGRUN = [sys.executable, "-m", "pgrun"]
+PSQL = str(find_bindir() / "psql")
+PG_DUMP = str(find_bindir() / "pg_dump")
+
+
+def history(dsn: str) -> list[tuple[str, str, str]]:
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "SELECT version, checksum, applied_at::text FROM pgrun.schema_migrations ORDER BY version"
+        ).fetchall()
+    return [(str(v), str(c), str(a)) for v, c, a in rows]
+
+
+def run_cli(args: list[str], dsn: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*PGRUN, *args], env={**env, "DATABASE_URL": dsn}, capture_output=True, text=True, check=False
+    )
+
+
+@pytest.fixture
+def staged_schema(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli_env: dict[str, str]) -> Path:
+    """A copy of sql/ and plpgsql/ that a test may edit; the runner reads it instead."""
+    root = tmp_path / "schema"
+    shutil.copytree(REPO / "sql", root / "sql")
+    shutil.copytree(REPO / "plpgsql", root / "plpgsql")
+    monkeypatch.setenv("PGRUN_SCHEMA_DIR", str(root))
+    cli_env["PGRUN_SCHEMA_DIR"] = str(root)
+    return root
+
+
+def test_migrate_applies_everything_then_is_a_no_op(empty_db: str) -> None:
+    first = migrate.migrate(empty_db)
+    expected = [m.label for m in migrate.all_migrations()]
+    assert first == expected
+    before = history(empty_db)
+
+    assert migrate.migrate(empty_db) == []
+    assert history(empty_db) == before, "a second migrate must not touch the history"
+    assert migrate.check_schema(empty_db) == []
+
+
+def test_four_processes_migrating_at_once_apply_each_file_once(
+    empty_db: str, cli_env: dict[str, str]
+) -> None:
+    procs = [
+        subprocess.Popen(
+            [*PGRUN, "migrate"],
+            env={**cli_env, "DATABASE_URL": empty_db},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    outputs = [proc.communicate(timeout=120) for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0, 0, 0], outputs
+    applied_lines = [line for out, _ in outputs for line in out.splitlines() if line.startswith("applied ")]
+    labels = [m.label for m in migrate.all_migrations()]
+    # Every file was applied by exactly one of the four processes.
+    assert sorted(
+        line.removeprefix("applied ") for line in applied_lines if "migration(s)" not in line
+    ) == sorted(labels)
+    assert [v for v, _, _ in history(empty_db)] == sorted(m.version for m in migrate.all_migrations())
+
+
+def test_a_changed_released_migration_stops_migrate_and_changes_nothing(
+    empty_db: str, staged_schema: Path, cli_env: dict[str, str]
+) -> None:
+    migrate.migrate(empty_db)
+    before = history(empty_db)
+    first = sorted((staged_schema / "sql").glob("0001_*.sql"))[0]
+    first.write_text(first.read_text() + "\n-- an edit after release\n")
+    (staged_schema / "sql" / "9000_later.sql").write_text("CREATE TABLE pgrun.later_table (id int);\n")
+
+    result = run_cli(["migrate"], empty_db, cli_env)
+
+    assert result.returncode == 1
+    assert "0001_foundation changed after it was applied" in result.stderr
+    assert "new sql/NNNN_name.sql" in result.stderr
+    assert history(empty_db) == before
+    with psycopg.connect(empty_db) as conn:
+        assert conn.execute("SELECT to_regclass('pgrun.later_table')").fetchone() == (None,)
+
+
+def test_check_schema_on_an_empty_database(empty_db: str, cli_env: dict[str, str]) -> None:
+    result = run_cli(["check-schema"], empty_db, cli_env)
+    assert result.returncode == 1
+    assert "pgrun is not installed in this database" in result.stderr
+    assert "Run `pgrun migrate`" in result.stderr
+
+
+def test_check_schema_on_an_up_to_date_database(db: str, cli_env: dict[str, str]) -> None:
+    result = run_cli(["check-schema"], db, cli_env)
+    assert result.returncode == 0, result.stderr
+    assert "schema matches this code" in result.stdout
+
+
+def test_check_schema_reports_a_pending_migration(
+    db: str, staged_schema: Path, cli_env: dict[str, str]
+) -> None:
+    (staged_schema / "sql" / "9000_later.sql").write_text("CREATE TABLE pgrun.later_table (id int);\n")
+    result = run_cli(["check-schema"], db, cli_env)
+    assert result.returncode == 1
+    assert "migration 9000_later is not applied. Run `pgrun migrate`." in result.stderr
+
+
+def test_check_schema_reports_an_edited_migration(
+    db: str, staged_schema: Path, cli_env: dict[str, str]
+) -> None:
+    first = sorted((staged_schema / "sql").glob("0001_*.sql"))[0]
+    first.write_text(first.read_text().replace("pgrun: a durable", "pgrun: an edited"))
+    result = run_cli(["check-schema"], db, cli_env)
+    assert result.returncode == 1
+    assert "0001_foundation changed after it was applied" in result.stderr
+
+
+def test_check_schema_reports_a_database_newer_than_the_code(db: str, cli_env: dict[str, str]) -> None:
+    with psycopg.connect(db) as conn:
+        conn.execute(
+            "INSERT INTO pgrun.schema_migrations (version, name, kind, checksum) "
+            "VALUES ('9999', 'from_the_future', 'versioned', repeat('a', 64))"
+        )
+    before = history(db)
+    result = run_cli(["check-schema"], db, cli_env)
+    assert result.returncode == 1
+    assert "9999_from_the_future" in result.stderr
+    assert "newer than this code" in result.stderr
+    assert history(db) == before, "check-schema is read-only"
+
+    refused = run_cli(["migrate"], db, cli_env)
+    assert refused.returncode == 1
+    assert "newer than this code" in refused.stderr
+
+
+def test_check_schema_reports_drifted_functions_and_migrate_repairs_them(
+    db: str, staged_schema: Path, cli_env: dict[str, str]
+) -> None:
+    extra = staged_schema / "plpgsql" / "util" / "zz_extra.sql"
+    extra.write_text(
+        "CREATE OR REPLACE FUNCTION pgrun.drift_probe() RETURNS int LANGUAGE sql AS $$ SELECT 1 $$;\n"
+        "COMMENT ON FUNCTION pgrun.drift_probe() IS 'test';\n"
+    )
+    result = run_cli(["check-schema"], db, cli_env)
+    assert result.returncode == 1
+    assert "plpgsql functions in the database differ from this code" in result.stderr
+
+    assert run_cli(["migrate"], db, cli_env).returncode == 0
+    assert run_cli(["check-schema"], db, cli_env).returncode == 0
+
+
+def _schema_dump(dsn: str) -> str:
+    dump = subprocess.run(
+        [PG_DUMP, "--schema-only", "--schema=pgrun", "--no-owner", "--no-privileges", dsn],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    # Drop what differs between any two dumps: comments with names, and the random
+    # \restrict key newer pg_dump releases write.
+    lines = [
+        line
+        for line in dump.splitlines()
+        if line.strip() and not line.startswith("--") and not re.match(r"\\(un)?restrict ", line)
+    ]
+    return "\n".join(lines)
+
+
+def _apply_bundle(bundle: Path, dsn: str) -> None:
+    subprocess.run(
+        [PSQL, dsn, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", str(bundle)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_the_sql_bundle_builds_the_same_schema_as_migrate(
+    admin_dsn: str, empty_db: str, db: str, tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    bundle = tmp_path / "pgrun.sql"
+    assert run_cli(["sql-bundle", "-o", str(bundle)], empty_db, cli_env).returncode == 0
+
+    _apply_bundle(bundle, empty_db)
+
+    assert _schema_dump(empty_db) == _schema_dump(db)
+    assert [(v, c) for v, c, _ in history(empty_db)] == [(v, c) for v, c, _ in history(db)]
+    assert migrate.check_schema(empty_db) == []
+    # Applying it again, or on top of `pgrun migrate`, changes nothing.
+    before = history(empty_db)
+    _apply_bundle(bundle, empty_db)
+    _apply_bundle(bundle, db)
+    assert history(empty_db) == before
+    assert _schema_dump(empty_db) == _schema_dump(db)
+
+
+def test_the_sql_bundle_refuses_a_database_with_an_edited_migration(
+    db: str, tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    with psycopg.connect(db) as conn:
+        conn.execute("UPDATE pgrun.schema_migrations SET checksum = repeat('b', 64) WHERE version = '0001'")
+    bundle = tmp_path / "pgrun.sql"
+    assert run_cli(["sql-bundle", "-o", str(bundle)], db, cli_env).returncode == 0
+    result = subprocess.run(
+        [PSQL, db, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", str(bundle)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "pgrun.schema_mismatch" in result.stderr
+    assert "0001 (changed after it was applied)" in result.stderr
+
+
+def test_a_wheel_migrates_from_a_venv_outside_the_checkout(empty_db: str, tmp_path: Path) -> None:
+    dist = tmp_path / "dist"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(REPO)],
+        check=True,
+        capture_output=True,
+    )
+    wheels = list(dist.glob("pgrun-*.whl"))
+    assert len(wheels) == 1
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run(
+        [str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", str(wheels[0])],
+        check=True,
+        capture_output=True,
+    )
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    env = {"PATH": "/usr/bin:/bin", "DATABASE_URL": empty_db, "HOME": str(tmp_path)}
+    result = subprocess.run(
+        [str(venv / "bin" / "pgrun"), "migrate"], cwd=outside, env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert "applied 0001_foundation" in result.stdout
+    located = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "from pgrun.migrate import schema_root; print(schema_root())"],
+        cwd=outside,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert str(venv) in located, "the SQL must come from the installed wheel, not the checkout"
+    check = subprocess.run(
+        [str(venv / "bin" / "pgrun"), "check-schema"], cwd=outside, env=env, capture_output=True, text=True
+    )
+    assert check.returncode == 0, check.stderr
