@@ -153,6 +153,7 @@ def test_check_schema_reports_drifted_functions_and_migrate_repairs_them(
     db: str, staged_schema: Path, cli_env: dict[str, str]
 ) -> None:
     extra = staged_schema / "plpgsql" / "util" / "zz_extra.sql"
+    extra.parent.mkdir(parents=True, exist_ok=True)
     extra.write_text(
         "CREATE OR REPLACE FUNCTION pgrun.drift_probe() RETURNS int LANGUAGE sql AS $$ SELECT 1 $$;\n"
         "COMMENT ON FUNCTION pgrun.drift_probe() IS 'test';\n"
