@@ -11,13 +11,14 @@ STAMP := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 WITH_DB = if [ -n "$$DATABASE_URL" ]; then $(1); else $(PGRUN) dev -- $(1); fi
 
 .PHONY: help test suites lint lint-static lint-plpgsql pgtap pytest dev migrate check-schema \
-        sql-bundle sysdeps venv clean
+        sql-bundle bench sysdeps venv clean
 
 help:
 	@echo "make test        everything from a fresh clone: install, lint, pgTAP, pytest"
 	@echo "make dev         start a local PostgreSQL and print its DATABASE_URL"
 	@echo "make migrate     apply the schema to DATABASE_URL"
 	@echo "make lint        sqlfluff, plpgsql_check, ruff, mypy --strict"
+	@echo "make bench       benchmarks; writes bench/results/*.json (see docs/performance.md)"
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -65,6 +66,10 @@ check-schema: venv
 
 sql-bundle: venv
 	$(PGRUN) sql-bundle -o pgrun.sql
+
+# Benchmarks start their own durable embedded server unless DATABASE_URL is set.
+bench: venv sysdeps
+	$(PY) bench/jobs_bench.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .pgrun .mypy_cache .ruff_cache .pytest_cache dist build

@@ -1,0 +1,272 @@
+"""Job-queue benchmarks with a plain psycopg driver loop (no worker), side by side with pgbench.
+
+Measures, in one run against one server:
+  * single enqueue/s          enqueue_job in a loop, one connection, autocommit
+  * bulk enqueue rows/s       enqueue_jobs with 10,000-row batches
+  * claim->complete jobs/s    claim_jobs + complete_jobs, 4 connections, batch 1 / 10 / 100
+  * claim latency             claim_jobs(max_jobs => 1) + complete_job, p50/p99, with a near-empty
+                              table versus 100k ready + 1M finished rows, right after the bulk load
+                              (no ANALYZE: stale statistics) and again after ANALYZE
+  * pgbench TPC-B tps         the machine's yardstick, same server, 4 clients
+
+Usage: python bench/jobs_bench.py [--quick] [--fast] [--json PATH]
+Without DATABASE_URL it starts an embedded server (durable settings unless --fast).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.types.json import Jsonb
+
+from pgrun import migrate
+from pgrun.server import EmbeddedServer, find_bindir
+from pgrun.testing import scratch_database
+
+DURABLE = {"fsync": "on", "synchronous_commit": "on", "full_page_writes": "on"}
+
+
+@contextmanager
+def server(fast: bool) -> Iterator[str]:
+    existing = os.environ.get("DATABASE_URL")
+    if existing:
+        yield existing
+        return
+    settings = {} if fast else DURABLE
+    with EmbeddedServer(ephemeral=True, settings=settings) as srv:
+        yield srv.dsn
+
+
+def connect(dsn: str) -> psycopg.Connection[tuple[Any, ...]]:
+    return psycopg.connect(dsn, autocommit=True)
+
+
+def reset(dsn: str) -> None:
+    with connect(dsn) as conn:
+        conn.execute(
+            "TRUNCATE pgrun.jobs, pgrun.job_attempts, pgrun.job_events, pgrun.job_dead_letters, pgrun.job_logs"
+        )
+
+
+def bulk_payload(count: int, job_type: str = "bench.noop") -> Jsonb:
+    return Jsonb([{"job_type": job_type, "payload": {"n": i}} for i in range(count)])
+
+
+def bench_single_enqueue(dsn: str, seconds: float) -> float:
+    reset(dsn)
+    with connect(dsn) as conn:
+        conn.execute("SELECT * FROM pgrun.enqueue_job(job_type => 'bench.noop')")  # warm up
+        done = 0
+        start = time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            conn.execute(
+                "SELECT job_id FROM pgrun.enqueue_job(job_type => %s, payload => %s)",
+                ("bench.noop", Jsonb({"n": done})),
+                prepare=True,
+            )
+            done += 1
+        return done / (time.perf_counter() - start)
+
+
+def bench_bulk_enqueue(dsn: str, batches: int, size: int = 10_000) -> float:
+    reset(dsn)
+    payload = bulk_payload(size)
+    with connect(dsn) as conn:
+        start = time.perf_counter()
+        for _ in range(batches):
+            conn.execute("SELECT count(*) FROM pgrun.enqueue_jobs(%s)", (payload,))
+        return batches * size / (time.perf_counter() - start)
+
+
+def load_ready(dsn: str, count: int) -> None:
+    with connect(dsn) as conn:
+        for start in range(0, count, 10_000):
+            conn.execute("SELECT count(*) FROM pgrun.enqueue_jobs(%s)", (bulk_payload(min(10_000, count - start)),))
+
+
+def bench_cycle(dsn: str, batch: int, jobs: int, connections: int = 4) -> float:
+    """claim_jobs(max_jobs => batch) then complete_jobs, on `connections` threads, until empty."""
+    reset(dsn)
+    load_ready(dsn, jobs)
+    with connect(dsn) as conn:
+        conn.execute("ANALYZE pgrun.jobs")
+    done = [0] * connections
+
+    def worker(i: int) -> None:
+        with connect(dsn) as conn:
+            while True:
+                rows = conn.execute(
+                    "SELECT job_id, lease_token FROM pgrun.claim_jobs(worker_id => %s, lease_seconds => 60, "
+                    "max_jobs => %s)",
+                    (f"bench-{i}", batch),
+                    prepare=True,
+                ).fetchall()
+                if not rows:
+                    return
+                conn.execute(
+                    "SELECT count(*) FROM pgrun.complete_jobs(job_ids => %s, lease_tokens => %s)",
+                    ([r[0] for r in rows], [r[1] for r in rows]),
+                    prepare=True,
+                )
+                done[i] += len(rows)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(connections)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - start
+    assert sum(done) == jobs, f"claimed {sum(done)} of {jobs}"
+    return jobs / elapsed
+
+
+def claim_latencies(dsn: str, samples: int) -> dict[str, float]:
+    """Milliseconds for one claim_jobs(max_jobs => 1) call, then its completion (not timed)."""
+    times: list[float] = []
+    with connect(dsn) as conn:
+        for _ in range(samples):
+            start = time.perf_counter()
+            row = conn.execute(
+                "SELECT job_id, lease_token FROM pgrun.claim_jobs(worker_id => 'lat', lease_seconds => 60)",
+                prepare=True,
+            ).fetchone()
+            times.append((time.perf_counter() - start) * 1000)
+            assert row is not None, "ran out of jobs"
+            conn.execute("SELECT pgrun.complete_job(job_id => %s, lease_token => %s)", row, prepare=True)
+    times.sort()
+    return {
+        "p50_ms": statistics.median(times),
+        "p99_ms": times[int(len(times) * 0.99) - 1],
+        "mean_ms": statistics.fmean(times),
+    }
+
+
+def load_history(dsn: str, finished: int, ready: int) -> None:
+    """`finished` succeeded rows and `ready` queued rows, loaded the way a busy day leaves them."""
+    with connect(dsn) as conn:
+        conn.execute("ALTER TABLE pgrun.jobs SET (autovacuum_enabled = false)")
+        conn.execute(
+            """
+            INSERT INTO pgrun.jobs (job_type, queue, priority, status, payload, run_at, attempt,
+                total_attempts, max_attempts, backoff_base_seconds, backoff_max_seconds, backoff_jitter,
+                result, started_at, finished_at)
+            SELECT 'bench.noop', 'default', 100, 'succeeded', jsonb_build_object('n', g),
+                now() - interval '1 hour', 1, 1, 20, 2, 3600, 0.2, '{}', now() - interval '59 minutes',
+                now() - interval '58 minutes'
+            FROM generate_series(1, %s) AS g
+            """,
+            (finished,),
+        )
+    load_ready(dsn, ready)
+
+
+def bench_claim_latency(dsn: str, samples: int, finished: int, ready: int) -> dict[str, dict[str, float]]:
+    results: dict[str, dict[str, float]] = {}
+    reset(dsn)
+    load_ready(dsn, samples + 100)
+    with connect(dsn) as conn:
+        conn.execute("ANALYZE pgrun.jobs")
+    results["empty"] = claim_latencies(dsn, samples)
+
+    reset(dsn)
+    with connect(dsn) as conn:
+        # Forget the statistics gathered on the small table: the planner sees stale numbers.
+        conn.execute("ANALYZE pgrun.jobs")
+    load_history(dsn, finished, ready)
+    results["large_stale_stats"] = claim_latencies(dsn, samples)
+    with connect(dsn) as conn:
+        conn.execute("ANALYZE pgrun.jobs")
+        conn.execute("ALTER TABLE pgrun.jobs RESET (autovacuum_enabled)")
+    results["large_analyzed"] = claim_latencies(dsn, samples)
+    return results
+
+
+def bench_pgbench(dsn: str, seconds: int, clients: int = 4) -> float:
+    bindir = find_bindir()
+    params = conninfo_to_dict(dsn)
+    env = {
+        **os.environ,
+        "PGHOST": str(params.get("host", "127.0.0.1")),
+        "PGPORT": str(params.get("port", "5432")),
+        "PGUSER": str(params.get("user", "")),
+        "PGPASSWORD": str(params.get("password", "")),
+    }
+    with scratch_database(dsn, prefix="pgbench") as bench_dsn:
+        name = str(conninfo_to_dict(bench_dsn)["dbname"])
+        subprocess.run(
+            [str(bindir / "pgbench"), "-i", "-q", "-s", "10", name], env=env, check=True, capture_output=True
+        )
+        out = subprocess.run(
+            [str(bindir / "pgbench"), "-c", str(clients), "-j", "2", "-T", str(seconds), "-M", "prepared", name],
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    match = re.search(r"tps = ([\d.]+)", out)
+    assert match, out
+    return float(match.group(1))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
+    parser.add_argument("--fast", action="store_true", help="embedded server without fsync")
+    parser.add_argument("--json", default="bench/results/jobs.json")
+    args = parser.parse_args()
+    q = args.quick
+    results: dict[str, Any] = {"server": "embedded, fsync off" if args.fast else "embedded, durable (fsync on)"}
+    with server(args.fast) as admin, scratch_database(admin, prefix="pgrun_bench") as dsn:
+        migrate.migrate(dsn)
+        results["pgbench_tpcb_tps"] = bench_pgbench(admin, 5 if q else 20)
+        print(f"pgbench TPC-B: {results['pgbench_tpcb_tps']:.0f} tps", flush=True)
+        results["single_enqueue_per_s"] = bench_single_enqueue(dsn, 2 if q else 10)
+        print(f"single enqueue: {results['single_enqueue_per_s']:.0f}/s", flush=True)
+        results["bulk_enqueue_rows_per_s"] = bench_bulk_enqueue(dsn, 2 if q else 10)
+        print(f"bulk enqueue: {results['bulk_enqueue_rows_per_s']:.0f} rows/s", flush=True)
+        for batch, jobs in ((1, 2_000 if q else 20_000), (10, 10_000 if q else 50_000), (100, 20_000 if q else 200_000)):
+            rate = bench_cycle(dsn, batch, jobs)
+            results[f"cycle_batch_{batch}_jobs_per_s"] = rate
+            print(f"claim->complete batch {batch}: {rate:.0f} jobs/s", flush=True)
+        results["claim_latency"] = bench_claim_latency(
+            dsn, 300 if q else 2000, 100_000 if q else 1_000_000, 10_000 if q else 100_000
+        )
+        for name, lat in results["claim_latency"].items():
+            print(f"claim latency {name}: p50 {lat['p50_ms']:.2f} ms, p99 {lat['p99_ms']:.2f} ms", flush=True)
+    tps = results["pgbench_tpcb_tps"]
+    lat = results["claim_latency"]
+    results["ratios"] = {
+        "cycle_batch_100_over_tpcb": results["cycle_batch_100_jobs_per_s"] / tps,
+        "claim_p50_large_stale_over_empty": lat["large_stale_stats"]["p50_ms"] / lat["empty"]["p50_ms"],
+        "claim_p50_large_analyzed_over_empty": lat["large_analyzed"]["p50_ms"] / lat["empty"]["p50_ms"],
+    }
+    print()
+    print("| measure | value |")
+    print("|---|---|")
+    for key, value in results.items():
+        if isinstance(value, float):
+            print(f"| {key} | {value:,.0f} |")
+    for key, value in results["ratios"].items():
+        print(f"| {key} | {value:.2f} |")
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
