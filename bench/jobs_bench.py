@@ -58,7 +58,8 @@ def connect(dsn: str) -> psycopg.Connection[tuple[Any, ...]]:
 def reset(dsn: str) -> None:
     with connect(dsn) as conn:
         conn.execute(
-            "TRUNCATE pgrun.jobs, pgrun.job_attempts, pgrun.job_events, pgrun.job_dead_letters, pgrun.job_logs"
+            "TRUNCATE pgrun.jobs, pgrun.job_attempts, pgrun.job_events, "
+            "pgrun.job_dead_letters, pgrun.job_logs"
         )
 
 
@@ -95,7 +96,9 @@ def bench_bulk_enqueue(dsn: str, batches: int, size: int = 10_000) -> float:
 def load_ready(dsn: str, count: int) -> None:
     with connect(dsn) as conn:
         for start in range(0, count, 10_000):
-            conn.execute("SELECT count(*) FROM pgrun.enqueue_jobs(%s)", (bulk_payload(min(10_000, count - start)),))
+            conn.execute(
+                "SELECT count(*) FROM pgrun.enqueue_jobs(%s)", (bulk_payload(min(10_000, count - start)),)
+            )
 
 
 def bench_cycle(dsn: str, batch: int, jobs: int, connections: int = 4) -> float:
@@ -212,7 +215,18 @@ def bench_pgbench(dsn: str, seconds: int, clients: int = 4) -> float:
             [str(bindir / "pgbench"), "-i", "-q", "-s", "10", name], env=env, check=True, capture_output=True
         )
         out = subprocess.run(
-            [str(bindir / "pgbench"), "-c", str(clients), "-j", "2", "-T", str(seconds), "-M", "prepared", name],
+            [
+                str(bindir / "pgbench"),
+                "-c",
+                str(clients),
+                "-j",
+                "2",
+                "-T",
+                str(seconds),
+                "-M",
+                "prepared",
+                name,
+            ],
             env=env,
             check=True,
             capture_output=True,
@@ -224,13 +238,17 @@ def bench_pgbench(dsn: str, seconds: int, clients: int = 4) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
     parser.add_argument("--fast", action="store_true", help="embedded server without fsync")
     parser.add_argument("--json", default="bench/results/jobs.json")
     args = parser.parse_args()
     q = args.quick
-    results: dict[str, Any] = {"server": "embedded, fsync off" if args.fast else "embedded, durable (fsync on)"}
+    results: dict[str, Any] = {
+        "server": "embedded, fsync off" if args.fast else "embedded, durable (fsync on)"
+    }
     with server(args.fast) as admin, scratch_database(admin, prefix="pgrun_bench") as dsn:
         migrate.migrate(dsn)
         results["pgbench_tpcb_tps"] = bench_pgbench(admin, 5 if q else 20)
@@ -239,7 +257,11 @@ def main() -> int:
         print(f"single enqueue: {results['single_enqueue_per_s']:.0f}/s", flush=True)
         results["bulk_enqueue_rows_per_s"] = bench_bulk_enqueue(dsn, 2 if q else 10)
         print(f"bulk enqueue: {results['bulk_enqueue_rows_per_s']:.0f} rows/s", flush=True)
-        for batch, jobs in ((1, 2_000 if q else 20_000), (10, 10_000 if q else 50_000), (100, 20_000 if q else 200_000)):
+        for batch, jobs in (
+            (1, 2_000 if q else 20_000),
+            (10, 10_000 if q else 50_000),
+            (100, 20_000 if q else 200_000),
+        ):
             rate = bench_cycle(dsn, batch, jobs)
             results[f"cycle_batch_{batch}_jobs_per_s"] = rate
             print(f"claim->complete batch {batch}: {rate:.0f} jobs/s", flush=True)
