@@ -91,6 +91,7 @@ CREATE TABLE pgrun.jobs (
     schedule_id uuid,
     created_at timestamptz NOT NULL DEFAULT pgrun.now(),
     updated_at timestamptz NOT NULL DEFAULT pgrun.now(),
+    -- the latest claim (job_attempts keeps each one); finished_at: entering a terminal status
     started_at timestamptz,
     finished_at timestamptz,
     CONSTRAINT jobs_status_check CHECK (
@@ -197,6 +198,13 @@ CREATE TABLE pgrun.job_events (
     detail jsonb,
     created_at timestamptz NOT NULL DEFAULT pgrun.now(),
     CONSTRAINT job_events_event_check CHECK (
+        -- enqueued: enqueue_job/enqueue_jobs; claimed: claim_jobs; succeeded: complete_job(s);
+        -- retry_scheduled: fail_job(s) with attempts left; dead: fail_job(s) or the reaper
+        -- with none left, or a non-retryable failure; continued: continue_job;
+        -- cancel_requested: cancel_job on a running job (status stays running);
+        -- cancelled: cancel_job on a queued job, or the next write/reap after a request;
+        -- requeued: requeue_job; lease_expired: the reaper queued the job for a retry.
+        -- attempt is the job's total_attempts then, i.e. the job_attempts row it concerns.
         event IN (
             'enqueued', 'claimed', 'succeeded', 'retry_scheduled', 'dead', 'continued',
             'cancel_requested', 'cancelled', 'requeued', 'lease_expired'

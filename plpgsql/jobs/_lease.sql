@@ -1,0 +1,230 @@
+-- The lease machine's shared rules: private helpers used by claim, heartbeat, complete,
+-- fail, continue and the reaper. Loaded first in plpgsql/jobs/ (the name sorts first),
+-- so SQL-language callers can reference them at creation time.
+--
+-- * _lease_lost_reason: why a (job_id, lease_token) pair no longer owns its job, in the
+--   order the lifecycle writes check it: unknown_job, not_running, token_mismatch,
+--   lease_expired. Batch writes put it in their per-row result; single writes raise it.
+-- * _raise_lease_lost: raises job.lease_lost (RQ004) with a DETAIL naming the reason.
+-- * _retry_decision: THE retry-or-dead rule. fail_job, fail_jobs and reap_expired_leases
+--   all call it, so the backoff formula and its bounds live in one place.
+-- * _clip: truncates free text (error messages, log lines) instead of rejecting it.
+-- * _check_worker, _check_lease_batch: input checks shared by claim/heartbeat and by the
+--   batch writes.
+--
+-- Locks: none (read-only, or pure). Errors: job.lease_lost (RQ004); job.invalid_worker_id,
+-- job.invalid_lease_seconds, job.invalid_batch (RQ003).
+
+-- Why the pair (job_id, lease_token) does not own a live lease at p_now. The checks run in
+-- the order the lifecycle writes apply them, so when a write found nothing to update and the
+-- first three pass, the lease can only have expired.
+CREATE OR REPLACE FUNCTION pgrun._lease_lost_reason(
+    p_job_id uuid,
+    p_lease_token uuid,
+    p_now timestamptz
+)
+RETURNS text
+LANGUAGE sql
+STABLE
+SET search_path = ''
+AS $$
+    SELECT CASE
+        WHEN j.id IS NULL THEN 'unknown_job'
+        WHEN j.status <> 'running' THEN 'not_running'
+        WHEN j.lease_token IS DISTINCT FROM p_lease_token THEN 'token_mismatch'
+        ELSE 'lease_expired'
+    END
+    FROM (SELECT p_job_id AS id) AS k
+    LEFT JOIN pgrun.jobs AS j ON j.id = k.id
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._lease_lost_reason(uuid, uuid, timestamptz) FROM public;
+
+-- Raise job.lease_lost for one job. p_reason is what the write itself observed; when NULL
+-- it is looked up now.
+CREATE OR REPLACE FUNCTION pgrun._raise_lease_lost(
+    p_job_id uuid,
+    p_lease_token uuid,
+    p_reason text DEFAULT NULL
+)
+RETURNS void
+LANGUAGE plpgsql
+STABLE
+SET search_path = ''
+AS $$
+DECLARE
+    v_now timestamptz := pgrun.now();
+    v_reason text := coalesce(p_reason, pgrun._lease_lost_reason(p_job_id, p_lease_token, v_now));
+    v_status text;
+    v_expires timestamptz;
+BEGIN
+    SELECT j.status, j.lease_expires_at INTO v_status, v_expires
+    FROM pgrun.jobs AS j
+    WHERE j.id = p_job_id;
+
+    RAISE EXCEPTION 'job.lease_lost' USING
+        ERRCODE = 'RQ004',
+        DETAIL = format('job %s: ', p_job_id) || CASE v_reason
+            WHEN 'unknown_job' THEN 'unknown job (no such job id)'
+            WHEN 'not_running' THEN format('not running (status %s)', coalesce(v_status, 'gone'))
+            WHEN 'token_mismatch' THEN 'lease token mismatch (the job was claimed again under another token)'
+            ELSE format('lease expired at %s (now %s); there is no grace period', v_expires, v_now)
+        END,
+        HINT = 'This worker no longer owns the job: stop working on it and do not write to it '
+            'again. The reaper or the new owner decides what happens next.';
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._raise_lease_lost(uuid, uuid, text) FROM public;
+
+-- The retry-or-dead decision for an attempt that did not succeed.
+--
+--   * not retryable                      -> dead, reason 'non_retryable'
+--   * p_attempt >= p_max_attempts        -> dead, reason p_exhausted_reason
+--                                           ('attempts_exhausted', or 'lease_expired' from the reaper)
+--   * otherwise                          -> retry at p_now + delay, where delay is p_retry_delay
+--                                           when given (no jitter), else
+--       d     = least(backoff_max_seconds, backoff_base_seconds * 2^(p_attempt - 1))
+--       delay = d * (1 + backoff_jitter * (2 * random() - 1))
+--     so d * (1 - jitter) <= delay <= d * (1 + jitter): the first retry waits about
+--     backoff_base_seconds, each later one twice as long, the cap applies before the jitter
+--     (a capped delay may exceed backoff_max_seconds by the jitter fraction), and the
+--     delay never exceeds 10 years whatever the definition says (an interval must stay
+--     representable).
+--
+-- p_attempt is the attempt that just ended (1 for the first try). Returns retry_at (NULL when
+-- the job dies) and dead_reason (NULL when it is retried).
+CREATE OR REPLACE FUNCTION pgrun._retry_decision(
+    p_attempt integer,
+    p_max_attempts integer,
+    p_retryable boolean,
+    p_backoff_base_seconds double precision,
+    p_backoff_max_seconds double precision,
+    p_backoff_jitter double precision,
+    p_retry_delay interval,
+    p_now timestamptz,
+    p_exhausted_reason text,
+    OUT retry_at timestamptz,
+    OUT dead_reason text
+)
+LANGUAGE sql
+VOLATILE
+SET search_path = ''
+AS $$
+    SELECT
+        CASE
+            WHEN NOT coalesce(p_retryable, true) OR p_attempt >= p_max_attempts THEN NULL
+            WHEN p_retry_delay IS NOT NULL THEN p_now + p_retry_delay
+            ELSE p_now + make_interval(secs => least(
+                315576000.0,
+                least(
+                    p_backoff_max_seconds,
+                    p_backoff_base_seconds * power(2.0::double precision, least(greatest(p_attempt - 1, 0), 64))
+                ) * (1 + p_backoff_jitter * (2 * random() - 1))
+            ))
+        END,
+        CASE
+            WHEN NOT coalesce(p_retryable, true) THEN 'non_retryable'
+            WHEN p_attempt >= p_max_attempts THEN p_exhausted_reason
+        END
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._retry_decision(
+    integer, integer, boolean, double precision, double precision, double precision,
+    interval, timestamptz, text
+) FROM public;
+
+-- Free text a worker reports is kept, never rejected: beyond p_max_chars characters it is
+-- cut and ends in ' [truncated]' (the result is exactly p_max_chars long).
+CREATE OR REPLACE FUNCTION pgrun._clip(p_value text, p_max_chars integer)
+RETURNS text
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = ''
+AS $$
+    SELECT CASE
+        WHEN length(p_value) <= p_max_chars THEN p_value
+        ELSE left(p_value, p_max_chars - 12) || ' [truncated]'
+    END
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._clip(text, integer) FROM public;
+
+-- worker_id and lease_seconds, as claim_jobs and heartbeat_jobs take them.
+CREATE OR REPLACE FUNCTION pgrun._check_worker(p_worker_id text, p_lease_seconds integer)
+RETURNS void
+LANGUAGE plpgsql
+IMMUTABLE
+SET search_path = ''
+AS $$
+BEGIN
+    IF p_worker_id IS NULL OR btrim(p_worker_id) = '' OR length(p_worker_id) > 200 THEN
+        RAISE EXCEPTION 'job.invalid_worker_id' USING
+            ERRCODE = 'RQ003',
+            DETAIL = format('worker_id %L is NULL, blank or longer than 200 characters', p_worker_id),
+            HINT = 'Pass a stable, non-empty name for the worker process (e.g. host:pid).';
+    END IF;
+    IF p_lease_seconds IS NULL OR p_lease_seconds NOT BETWEEN 1 AND 86400 THEN
+        RAISE EXCEPTION 'job.invalid_lease_seconds' USING
+            ERRCODE = 'RQ003',
+            DETAIL = format('lease_seconds %s is outside 1..86400', coalesce(p_lease_seconds::text, 'NULL')),
+            HINT = 'Pass the lease length in seconds (1 to 86400); renew it with heartbeat_jobs '
+                'well before it runs out.';
+    END IF;
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._check_worker(text, integer) FROM public;
+
+-- The arrays of a batch write: job_ids and lease_tokens are required, one-dimensional,
+-- without NULL elements or repeated job ids, at most 10000 long; every optional array in
+-- p_optional_lengths (cardinalities, NULL for an array left out) matches their length.
+CREATE OR REPLACE FUNCTION pgrun._check_lease_batch(
+    p_job_ids uuid[],
+    p_lease_tokens uuid[],
+    p_optional_lengths integer[] DEFAULT '{}'
+)
+RETURNS void
+LANGUAGE plpgsql
+IMMUTABLE
+SET search_path = ''
+AS $$
+DECLARE
+    v_problem text;
+BEGIN
+    v_problem := CASE
+        WHEN p_job_ids IS NULL OR p_lease_tokens IS NULL
+            THEN 'job_ids and lease_tokens must not be NULL'
+        WHEN coalesce(array_ndims(p_job_ids), 1) <> 1 OR coalesce(array_ndims(p_lease_tokens), 1) <> 1
+            THEN 'job_ids and lease_tokens must be one-dimensional'
+        WHEN cardinality(p_job_ids) <> cardinality(p_lease_tokens)
+            THEN format(
+                'job_ids has %s elements but lease_tokens %s',
+                cardinality(p_job_ids), cardinality(p_lease_tokens)
+            )
+        WHEN cardinality(p_job_ids) > 10000
+            THEN format('%s jobs in one batch (at most 10000)', cardinality(p_job_ids))
+        WHEN array_position(p_job_ids, NULL) IS NOT NULL OR array_position(p_lease_tokens, NULL) IS NOT NULL
+            THEN 'job_ids and lease_tokens must not contain NULL'
+        WHEN EXISTS (
+            SELECT FROM unnest(p_optional_lengths) AS n (len)
+            WHERE n.len IS NOT NULL AND n.len <> cardinality(p_job_ids)
+        )
+            THEN format(
+                'an optional array has a length other than the %s of job_ids', cardinality(p_job_ids)
+            )
+        WHEN (SELECT count(DISTINCT u.id) FROM unnest(p_job_ids) AS u (id)) <> cardinality(p_job_ids)
+            THEN 'a job id appears more than once'
+    END;
+    IF v_problem IS NOT NULL THEN
+        RAISE EXCEPTION 'job.invalid_batch' USING
+            ERRCODE = 'RQ003',
+            DETAIL = v_problem,
+            HINT = 'Pass parallel one-dimensional arrays, one element per job (at most 10000), '
+                'each job once; optional arrays are NULL or as long as job_ids.';
+    END IF;
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._check_lease_batch(uuid[], uuid[], integer[]) FROM public;

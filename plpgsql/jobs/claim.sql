@@ -1,0 +1,208 @@
+-- claim_jobs: hand up to max_jobs ready jobs to a worker, each under a fresh lease.
+--
+-- A job is ready when status = 'queued' and run_at <= pgrun.now(). Ready jobs are taken
+-- in priority order (lower runs first), then run_at, then id, optionally narrowed to some
+-- queues and job types. Each claimed job becomes 'running' with a new lease_token, a
+-- lease that ends lease_seconds from now, the worker's id, attempt + 1 and
+-- total_attempts + 1; a job_attempts row (attempt = total_attempts, the claim's number over
+-- the job's life) and one 'claimed' job_events row are written with it.
+--
+-- Paused job types are not claimed. A job type with max_concurrency never has more
+-- running jobs than the cap, however many claimers run at once:
+--   1. read the paused and the capped types (job_runtime_configs, no lock);
+--   2. when some are capped, lock their rows ORDER BY job_type FOR UPDATE SKIP LOCKED. A
+--      capped type whose row another claimer holds is left out of this call (no
+--      waiting; the next call tries again);
+--   3. in a new statement (READ COMMITTED: a fresh snapshot, which sees every claim the
+--      previous holder of the row committed) count the running jobs of each locked type;
+--      its room is max_concurrency minus that count, and a full type is left out;
+--   4. one claim statement with data-modifying CTEs: candidates from jobs_claim_idx with
+--      FOR UPDATE SKIP LOCKED and LIMIT max_jobs, left-out types filtered; per capped
+--      type at most its room of them are updated; the attempt and event rows are
+--      inserted from the UPDATE's RETURNING.
+-- A batch may therefore hold fewer than max_jobs jobs when a capped type has more ready
+-- jobs at the head of the queue than room; its surplus stays queued for a later call.
+--
+-- Locks, in order: job_runtime_configs rows of capped types (job_type order, SKIP LOCKED),
+-- then the claimed jobs rows (claim order, SKIP LOCKED). Never waits on a row lock.
+--
+-- Errors (RQ003, before anything is locked): job.invalid_worker_id (NULL, blank or over
+-- 200 characters), job.invalid_lease_seconds (outside 1..86400), job.invalid_max_jobs
+-- (outside 1..1000). queues / job_types NULL mean "any"; an empty array matches nothing.
+
+CREATE OR REPLACE FUNCTION pgrun.claim_jobs(
+    worker_id text,
+    lease_seconds integer DEFAULT 30,
+    max_jobs integer DEFAULT 1,
+    queues text[] DEFAULT NULL,
+    job_types text[] DEFAULT NULL
+)
+RETURNS TABLE (
+    job_id uuid,
+    job_type text,
+    queue text,
+    priority integer,
+    payload jsonb,
+    attempt integer,
+    max_attempts integer,
+    lease_token uuid,
+    lease_expires_at timestamptz,
+    timeout_seconds integer,
+    step text,
+    state jsonb,
+    progress jsonb,
+    organization_id uuid,
+    workflow_run_id uuid,
+    workflow_step_key text
+)
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = ''
+-- Plan stability: with stale statistics (a bulk load, no ANALYZE yet) or a queue/type
+-- filter the planner cannot estimate, it prefers a bitmap scan of every ready row plus a
+-- sort over the ordered walk of jobs_claim_idx that stops after max_jobs rows. Without
+-- seq and bitmap scans the ordered index scan is always the cheapest path left; JIT never
+-- pays off on a statement this short.
+SET enable_seqscan = off
+SET enable_bitmapscan = off
+SET jit = off
+AS $$
+DECLARE
+    v_now timestamptz := pgrun.now();
+    v_capped text[];
+    v_locked text[];
+    v_excluded text[];
+    v_room_types text[] := '{}'::text[];
+    v_rooms bigint[] := '{}'::bigint[];
+BEGIN
+    PERFORM pgrun._check_worker(claim_jobs.worker_id, claim_jobs.lease_seconds);
+    IF claim_jobs.max_jobs IS NULL OR claim_jobs.max_jobs NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'job.invalid_max_jobs' USING
+            ERRCODE = 'RQ003',
+            DETAIL = format('max_jobs %s is outside 1..1000', coalesce(claim_jobs.max_jobs::text, 'NULL')),
+            HINT = 'Claim as many jobs as the worker has free slots, at most 1000 per call.';
+    END IF;
+
+    -- 1. Paused types are out; capped types are what the next steps are about. (Types
+    --    outside job_types are filtered out by the claim anyway.)
+    SELECT
+        coalesce(array_agg(rc.job_type) FILTER (WHERE rc.paused), '{}'),
+        coalesce(array_agg(rc.job_type) FILTER (WHERE NOT rc.paused AND rc.max_concurrency IS NOT NULL), '{}')
+    INTO v_excluded, v_capped
+    FROM pgrun.job_runtime_configs AS rc
+    WHERE (rc.paused OR rc.max_concurrency IS NOT NULL)
+      AND (claim_jobs.job_types IS NULL OR rc.job_type = ANY(claim_jobs.job_types));
+
+    IF cardinality(v_capped) > 0 THEN
+        -- 2. Lock the capped types' rows without waiting; a type another claimer holds
+        --    sits this call out.
+        SELECT coalesce(array_agg(l.job_type ORDER BY l.job_type), '{}')
+        INTO v_locked
+        FROM (
+            SELECT rc.job_type
+            FROM pgrun.job_runtime_configs AS rc
+            WHERE rc.job_type = ANY(v_capped)
+            ORDER BY rc.job_type
+            FOR UPDATE SKIP LOCKED
+        ) AS l;
+
+        -- 3. A new statement, so a fresh snapshot: it sees every claim committed by the
+        --    previous holder of each locked row. Room = cap - running.
+        SELECT
+            coalesce(array_agg(r.job_type) FILTER (WHERE r.room > 0), '{}'),
+            coalesce(array_agg(r.room) FILTER (WHERE r.room > 0), '{}')
+        INTO v_room_types, v_rooms
+        FROM (
+            SELECT
+                rc.job_type,
+                rc.max_concurrency - (
+                    SELECT count(*)
+                    FROM pgrun.jobs AS j
+                    WHERE j.status = 'running' AND j.job_type = rc.job_type
+                ) AS room
+            FROM unnest(v_locked) AS t (job_type)
+            JOIN pgrun.job_runtime_configs AS rc ON rc.job_type = t.job_type
+            WHERE rc.max_concurrency IS NOT NULL AND NOT rc.paused
+        ) AS r;
+
+        -- Every capped type without room in this call (not locked, or full) is left out.
+        v_excluded := v_excluded || ARRAY(
+            SELECT c.job_type FROM unnest(v_capped) AS c (job_type)
+            WHERE NOT (c.job_type = ANY(v_room_types))
+        );
+    END IF;
+
+    -- 4. The claim.
+    RETURN QUERY
+    WITH candidates AS (
+        SELECT j.id, j.job_type, j.priority, j.run_at
+        FROM pgrun.jobs AS j
+        WHERE j.status = 'queued'
+          AND j.run_at <= v_now
+          AND (claim_jobs.queues IS NULL OR j.queue = ANY(claim_jobs.queues))
+          AND (claim_jobs.job_types IS NULL OR j.job_type = ANY(claim_jobs.job_types))
+          AND j.job_type <> ALL(v_excluded)
+        ORDER BY j.priority, j.run_at, j.id
+        LIMIT claim_jobs.max_jobs
+        FOR UPDATE OF j SKIP LOCKED
+    ),
+
+    picked AS (
+        SELECT ranked.id
+        FROM (
+            SELECT
+                c.id,
+                c.job_type,
+                row_number() OVER (PARTITION BY c.job_type ORDER BY c.priority, c.run_at, c.id) AS n
+            FROM candidates AS c
+        ) AS ranked
+        LEFT JOIN unnest(v_room_types, v_rooms) AS r (job_type, room) ON r.job_type = ranked.job_type
+        WHERE r.room IS NULL OR ranked.n <= r.room
+    ),
+
+    claimed AS (
+        UPDATE pgrun.jobs AS j
+        SET status = 'running',
+            worker_id = claim_jobs.worker_id,
+            lease_token = gen_random_uuid(),
+            lease_expires_at = v_now + make_interval(secs => claim_jobs.lease_seconds),
+            heartbeat_at = v_now,
+            attempt = j.attempt + 1,
+            total_attempts = j.total_attempts + 1,
+            started_at = v_now,
+            updated_at = v_now
+        WHERE j.id = ANY(ARRAY(SELECT p.id FROM picked AS p))
+        RETURNING j.*
+    ),
+
+    attempts AS (
+        INSERT INTO pgrun.job_attempts (job_id, attempt, step, worker_id, lease_token, started_at)
+        SELECT c.id, c.total_attempts, c.step, c.worker_id, c.lease_token, v_now
+        FROM claimed AS c
+    ),
+
+    events AS (
+        INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, worker_id, created_at)
+        SELECT c.id, 'claimed', 'queued', 'running', c.total_attempts, c.worker_id, v_now
+        FROM claimed AS c
+    )
+
+    SELECT
+        c.id, c.job_type, c.queue, c.priority, c.payload, c.attempt, c.max_attempts,
+        c.lease_token, c.lease_expires_at, c.timeout_seconds, c.step, c.state, c.progress,
+        c.organization_id, c.workflow_run_id, c.workflow_step_key
+    FROM claimed AS c
+    ORDER BY c.priority, c.run_at, c.id;
+END;
+$$;
+
+COMMENT ON FUNCTION pgrun.claim_jobs(text, integer, integer, text[], text[]) IS
+'Claim up to max_jobs (1..1000) ready jobs (status queued, run_at <= now) for worker_id, lowest priority '
+'number first, then run_at, then id, optionally only from the given queues and job types (NULL = any, '
+'an empty array = none). Paused types are skipped and per-type max_concurrency caps are never exceeded '
+'(a capped type another claimer is claiming at this instant is skipped for this call). Each job becomes '
+'running under a fresh lease_token that expires lease_seconds (1..86400) from now, attempt and '
+'total_attempts go up by one, and one job_attempts row and one claimed event are written. Returns one '
+'row per claimed job, in claim order, with what the handler needs (payload, attempt, step, state, '
+'progress, the lease). Never waits on a lock held by another claimer. '
+'Errors: job.invalid_worker_id, job.invalid_lease_seconds, job.invalid_max_jobs (RQ003).';

@@ -1,0 +1,143 @@
+-- complete_jobs / complete_job: a handler finished, the job succeeded.
+--
+-- complete_jobs(job_ids, lease_tokens, results) finishes a batch in one statement. For
+-- each job whose lease is still owned (same token, status running, lease_expires_at >
+-- pgrun.now()) the job becomes 'succeeded' with its result, finished_at is set, the lease
+-- is cleared, its attempt row ends with outcome 'succeeded' and one 'succeeded' event is
+-- written. A job with a pending cancel request ends 'cancelled' instead (attempt outcome
+-- 'cancelled', event 'cancelled', the result is dropped): the cancel wins.
+--
+-- A lost lease in a batch is REPORTED, not raised: its row says outcome 'lease_lost' and
+-- lost_reason (unknown_job, not_running, token_mismatch, lease_expired), and nothing is
+-- written for that job; the rest of the batch is committed. One stale job never fails the
+-- others. complete_job is the one-job form and raises job.lease_lost instead.
+--
+-- Locks: the batch's owned job rows, in id order (FOR UPDATE), then their current attempt
+-- rows.
+--
+-- Errors: job.lease_lost (RQ004, complete_job only); job.invalid_argument (NULL job_id or
+-- lease_token), job.invalid_batch (RQ003).
+
+CREATE OR REPLACE FUNCTION pgrun.complete_jobs(
+    job_ids uuid[],
+    lease_tokens uuid[],
+    results jsonb[] DEFAULT NULL
+)
+RETURNS TABLE (job_id uuid, outcome text, lost_reason text)
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = ''
+SET enable_seqscan = off
+SET jit = off
+AS $$
+DECLARE
+    v_now timestamptz := pgrun.now();
+BEGIN
+    PERFORM pgrun._check_lease_batch(
+        complete_jobs.job_ids, complete_jobs.lease_tokens, ARRAY[cardinality(complete_jobs.results)]
+    );
+
+    RETURN QUERY
+    WITH input AS (
+        SELECT i.id, i.token, i.result, i.ord
+        FROM unnest(complete_jobs.job_ids, complete_jobs.lease_tokens, complete_jobs.results)
+            WITH ORDINALITY AS i (id, token, result, ord)
+    ),
+
+    owned AS MATERIALIZED (
+        SELECT j.id, j.total_attempts, j.worker_id, j.cancel_requested_at, j.cancel_reason, i.result
+        FROM input AS i
+        JOIN pgrun.jobs AS j ON j.id = i.id
+        WHERE j.lease_token = i.token
+          AND j.status = 'running'
+          AND j.lease_expires_at > v_now
+        ORDER BY j.id
+        FOR UPDATE OF j
+    ),
+
+    finished AS (
+        UPDATE pgrun.jobs AS j
+        SET status = CASE WHEN o.cancel_requested_at IS NULL THEN 'succeeded' ELSE 'cancelled' END,
+            result = CASE WHEN o.cancel_requested_at IS NULL THEN o.result END,
+            worker_id = NULL,
+            lease_token = NULL,
+            lease_expires_at = NULL,
+            finished_at = v_now,
+            updated_at = v_now
+        FROM owned AS o
+        WHERE j.id = o.id
+        RETURNING j.id, j.status, o.total_attempts, o.worker_id, o.cancel_reason
+    ),
+
+    attempts AS (
+        UPDATE pgrun.job_attempts AS a
+        SET finished_at = v_now,
+            outcome = f.status
+        FROM finished AS f
+        WHERE a.job_id = f.id AND a.attempt = f.total_attempts
+    ),
+
+    events AS (
+        INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, worker_id, detail, created_at)
+        SELECT
+            f.id, f.status, 'running', f.status, f.total_attempts, f.worker_id,
+            CASE WHEN f.status = 'cancelled' THEN jsonb_build_object('reason', f.cancel_reason) END,
+            v_now
+        FROM finished AS f
+    )
+
+    SELECT
+        i.id,
+        coalesce(f.status, 'lease_lost'),
+        CASE WHEN f.id IS NULL THEN pgrun._lease_lost_reason(i.id, i.token, v_now) END
+    FROM input AS i
+    LEFT JOIN finished AS f ON f.id = i.id
+    ORDER BY i.ord;
+END;
+$$;
+
+COMMENT ON FUNCTION pgrun.complete_jobs(uuid[], uuid[], jsonb[]) IS
+'Complete a batch of running jobs in one statement: parallel arrays job_ids, lease_tokens and optional '
+'results (NULL, or one JSON value or NULL per job). Each job whose lease is still owned becomes succeeded '
+'with its result (or cancelled, without the result, when a cancel was requested), its attempt ends and '
+'one event is written. Returns one row per input job in input order: outcome succeeded, cancelled or '
+'lease_lost; for lease_lost, lost_reason is unknown_job, not_running, token_mismatch or lease_expired and '
+'nothing was written for that job. A lost lease never fails the rest of the batch. '
+'Errors: job.invalid_batch (RQ003).';
+
+CREATE OR REPLACE FUNCTION pgrun.complete_job(job_id uuid, lease_token uuid, result jsonb DEFAULT NULL)
+RETURNS text
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = ''
+AS $$
+DECLARE
+    v_outcome text;
+    v_lost_reason text;
+BEGIN
+    IF complete_job.job_id IS NULL OR complete_job.lease_token IS NULL THEN
+        RAISE EXCEPTION 'job.invalid_argument' USING
+            ERRCODE = 'RQ003',
+            DETAIL = 'job_id and lease_token must not be NULL',
+            HINT = 'Pass the job_id and lease_token claim_jobs returned.';
+    END IF;
+
+    SELECT c.outcome, c.lost_reason INTO v_outcome, v_lost_reason
+    FROM pgrun.complete_jobs(
+        ARRAY[complete_job.job_id], ARRAY[complete_job.lease_token], ARRAY[complete_job.result]
+    ) AS c;
+
+    IF v_outcome = 'lease_lost' THEN
+        PERFORM pgrun._raise_lease_lost(complete_job.job_id, complete_job.lease_token, v_lost_reason);
+    END IF;
+    RETURN v_outcome;
+END;
+$$;
+
+COMMENT ON FUNCTION pgrun.complete_job(uuid, uuid, jsonb) IS
+'Complete one running job under its lease: it becomes succeeded with result (any JSON value, or NULL), '
+'its attempt ends with outcome succeeded and one succeeded event is written. If a cancel was requested '
+'meanwhile the job ends cancelled instead (the result is dropped). Returns the outcome: succeeded or '
+'cancelled. '
+'Errors: job.lease_lost (RQ004: unknown job, token mismatch, not running or lease expired; nothing is '
+'written), job.invalid_argument (RQ003).';

@@ -1,0 +1,243 @@
+-- fail_jobs / fail_job: a handler failed; retry the job later or let it die.
+--
+-- For each job whose lease is still owned (same token, status running, lease_expires_at >
+-- pgrun.now()) the attempt ends and pgrun._retry_decision (plpgsql/jobs/_lease.sql, the one
+-- rule the reaper uses too) decides:
+--   * retryable and attempt < max_attempts -> back to 'queued' at run_at = now + delay:
+--     retry_delay when given, else exponential backoff with jitter from the job's policy,
+--       d = least(backoff_max_seconds, backoff_base_seconds * 2^(attempt - 1))
+--       d * (1 - backoff_jitter) <= delay <= d * (1 + backoff_jitter)
+--     event 'retry_scheduled'.
+--   * not retryable -> 'dead' at once, dead letter reason 'non_retryable', event 'dead'.
+--   * attempt >= max_attempts -> 'dead', dead letter reason 'attempts_exhausted', event 'dead'.
+--   * a cancel was requested -> 'cancelled' (no retry), event 'cancelled'.
+-- The attempt's outcome is 'timed_out' when error_code = 'timeout', 'crashed' when
+-- error_code = 'crashed', 'cancelled' for a cancel request, else 'failed'. The error code
+-- and message are stored on the attempt and the job (and the dead letter); a message over
+-- 8192 characters or a code over 128 is truncated (ends in " [truncated]"), never rejected,
+-- so a failure report always lands. retryable NULL counts as true.
+--
+-- fail_jobs is the batch form, one statement: a lost lease is REPORTED in its row
+-- (outcome 'lease_lost' with lost_reason), not raised, and nothing is written for it; the
+-- rest of the batch is committed. fail_job is the one-job form and raises job.lease_lost.
+--
+-- Locks: the batch's owned job rows, in id order (FOR UPDATE), then their current attempt
+-- rows.
+--
+-- Errors: job.lease_lost (RQ004, fail_job only); job.invalid_argument (NULL job_id or
+-- lease_token), job.invalid_batch, job.invalid_delay (negative retry_delay) (RQ003).
+
+CREATE OR REPLACE FUNCTION pgrun.fail_jobs(
+    job_ids uuid[],
+    lease_tokens uuid[],
+    error_codes text[] DEFAULT NULL,
+    messages text[] DEFAULT NULL,
+    retryable boolean[] DEFAULT NULL,
+    retry_delays interval[] DEFAULT NULL
+)
+RETURNS TABLE (job_id uuid, outcome text, run_at timestamptz, lost_reason text)
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = ''
+SET enable_seqscan = off
+SET jit = off
+AS $$
+DECLARE
+    v_now timestamptz := pgrun.now();
+BEGIN
+    PERFORM pgrun._check_lease_batch(
+        fail_jobs.job_ids,
+        fail_jobs.lease_tokens,
+        ARRAY[
+            cardinality(fail_jobs.error_codes), cardinality(fail_jobs.messages),
+            cardinality(fail_jobs.retryable), cardinality(fail_jobs.retry_delays)
+        ]
+    );
+    IF EXISTS (SELECT FROM unnest(fail_jobs.retry_delays) AS d (delay) WHERE d.delay < interval '0') THEN
+        RAISE EXCEPTION 'job.invalid_delay' USING
+            ERRCODE = 'RQ003',
+            DETAIL = 'a retry_delay is negative',
+            HINT = 'Pass a retry_delay >= 0, or NULL for the job''s backoff policy.';
+    END IF;
+
+    RETURN QUERY
+    WITH input AS (
+        SELECT
+            i.id, i.token, i.ord,
+            pgrun._clip(i.error_code, 128) AS error_code,
+            pgrun._clip(i.message, 8192) AS message,
+            coalesce(i.retryable, true) AS retryable,
+            i.retry_delay
+        FROM unnest(
+            fail_jobs.job_ids, fail_jobs.lease_tokens, fail_jobs.error_codes, fail_jobs.messages,
+            fail_jobs.retryable, fail_jobs.retry_delays
+        ) WITH ORDINALITY AS i (id, token, error_code, message, retryable, retry_delay, ord)
+    ),
+
+    owned AS MATERIALIZED (
+        SELECT
+            j.id, j.job_type, j.queue, j.attempt, j.total_attempts, j.max_attempts,
+            j.backoff_base_seconds, j.backoff_max_seconds, j.backoff_jitter,
+            j.worker_id, j.cancel_requested_at, j.cancel_reason,
+            i.error_code, i.message, i.retryable, i.retry_delay
+        FROM input AS i
+        JOIN pgrun.jobs AS j ON j.id = i.id
+        WHERE j.lease_token = i.token
+          AND j.status = 'running'
+          AND j.lease_expires_at > v_now
+        ORDER BY j.id
+        FOR UPDATE OF j
+    ),
+
+    decided AS MATERIALIZED (
+        SELECT
+            o.*,
+            CASE
+                WHEN o.cancel_requested_at IS NOT NULL THEN 'cancelled'
+                WHEN d.retry_at IS NOT NULL THEN 'queued'
+                ELSE 'dead'
+            END AS new_status,
+            d.retry_at,
+            d.dead_reason
+        FROM owned AS o
+        CROSS JOIN LATERAL pgrun._retry_decision(
+            o.attempt, o.max_attempts, o.retryable, o.backoff_base_seconds, o.backoff_max_seconds,
+            o.backoff_jitter, o.retry_delay, v_now, 'attempts_exhausted'
+        ) AS d
+    ),
+
+    failed AS (
+        UPDATE pgrun.jobs AS j
+        SET status = d.new_status,
+            run_at = CASE WHEN d.new_status = 'queued' THEN d.retry_at ELSE j.run_at END,
+            error_code = d.error_code,
+            error_message = d.message,
+            worker_id = NULL,
+            lease_token = NULL,
+            lease_expires_at = NULL,
+            finished_at = CASE WHEN d.new_status = 'queued' THEN NULL ELSE v_now END,
+            updated_at = v_now
+        FROM decided AS d
+        WHERE j.id = d.id
+        RETURNING j.id
+    ),
+
+    attempts AS (
+        UPDATE pgrun.job_attempts AS a
+        SET finished_at = v_now,
+            outcome = CASE
+                WHEN d.new_status = 'cancelled' THEN 'cancelled'
+                WHEN d.error_code = 'timeout' THEN 'timed_out'
+                WHEN d.error_code = 'crashed' THEN 'crashed'
+                ELSE 'failed'
+            END,
+            error_code = d.error_code,
+            error_message = d.message
+        FROM decided AS d
+        WHERE a.job_id = d.id AND a.attempt = d.total_attempts
+    ),
+
+    events AS (
+        INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, worker_id, detail, created_at)
+        SELECT
+            d.id,
+            CASE d.new_status WHEN 'queued' THEN 'retry_scheduled' ELSE d.new_status END,
+            'running',
+            d.new_status,
+            d.total_attempts,
+            d.worker_id,
+            CASE d.new_status
+                WHEN 'queued' THEN jsonb_build_object('error_code', d.error_code, 'run_at', d.retry_at)
+                WHEN 'dead' THEN jsonb_build_object('error_code', d.error_code, 'reason', d.dead_reason)
+                ELSE jsonb_build_object('error_code', d.error_code, 'reason', d.cancel_reason)
+            END,
+            v_now
+        FROM decided AS d
+    ),
+
+    letters AS (
+        INSERT INTO pgrun.job_dead_letters (
+            job_id, job_type, queue, attempt, error_code, error_message, reason, died_at
+        )
+        SELECT d.id, d.job_type, d.queue, d.total_attempts, d.error_code, d.message, d.dead_reason, v_now
+        FROM decided AS d
+        WHERE d.new_status = 'dead'
+    )
+
+    SELECT
+        i.id,
+        CASE d.new_status
+            WHEN 'queued' THEN 'retry_scheduled'
+            WHEN 'dead' THEN 'dead'
+            WHEN 'cancelled' THEN 'cancelled'
+            ELSE 'lease_lost'
+        END,
+        CASE WHEN d.new_status = 'queued' THEN d.retry_at END,
+        CASE WHEN f.id IS NULL THEN pgrun._lease_lost_reason(i.id, i.token, v_now) END
+    FROM input AS i
+    LEFT JOIN failed AS f ON f.id = i.id
+    LEFT JOIN decided AS d ON d.id = f.id
+    ORDER BY i.ord;
+END;
+$$;
+
+COMMENT ON FUNCTION pgrun.fail_jobs(uuid[], uuid[], text[], text[], boolean[], interval[]) IS
+'Fail a batch of running jobs in one statement: parallel arrays job_ids, lease_tokens and optional '
+'error_codes, messages, retryable (NULL = true) and retry_delays (NULL = the job''s backoff). Each job '
+'whose lease is still owned is retried (queued again at now + delay; backoff '
+'d = least(backoff_max_seconds, backoff_base_seconds * 2^(attempt-1)), jittered within '
+'d * (1 +/- backoff_jitter)), or dies (not retryable, or attempt >= max_attempts: status dead plus a '
+'job_dead_letters row), or ends cancelled when a cancel was requested. Attempt outcome: timed_out for '
+'error code timeout, crashed for crashed, else failed. Messages over 8192 characters and codes over 128 '
+'are truncated, never rejected. Returns one row per input job in input order: outcome retry_scheduled, '
+'dead, cancelled or lease_lost (with lost_reason; nothing written for that job), and run_at for a retry. '
+'Errors: job.invalid_batch, job.invalid_delay (RQ003).';
+
+CREATE OR REPLACE FUNCTION pgrun.fail_job(
+    job_id uuid,
+    lease_token uuid,
+    error_code text DEFAULT NULL,
+    message text DEFAULT NULL,
+    retryable boolean DEFAULT TRUE,
+    retry_delay interval DEFAULT NULL
+)
+RETURNS TABLE (outcome text, run_at timestamptz)
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = ''
+AS $$
+DECLARE
+    v_outcome text;
+    v_run_at timestamptz;
+    v_lost_reason text;
+BEGIN
+    IF fail_job.job_id IS NULL OR fail_job.lease_token IS NULL THEN
+        RAISE EXCEPTION 'job.invalid_argument' USING
+            ERRCODE = 'RQ003',
+            DETAIL = 'job_id and lease_token must not be NULL',
+            HINT = 'Pass the job_id and lease_token claim_jobs returned.';
+    END IF;
+
+    SELECT f.outcome, f.run_at, f.lost_reason INTO v_outcome, v_run_at, v_lost_reason
+    FROM pgrun.fail_jobs(
+        ARRAY[fail_job.job_id], ARRAY[fail_job.lease_token], ARRAY[fail_job.error_code],
+        ARRAY[fail_job.message], ARRAY[fail_job.retryable], ARRAY[fail_job.retry_delay]
+    ) AS f;
+
+    IF v_outcome = 'lease_lost' THEN
+        PERFORM pgrun._raise_lease_lost(fail_job.job_id, fail_job.lease_token, v_lost_reason);
+    END IF;
+    RETURN QUERY SELECT v_outcome, v_run_at;
+END;
+$$;
+
+COMMENT ON FUNCTION pgrun.fail_job(uuid, uuid, text, text, boolean, interval) IS
+'Fail one running job under its lease. retryable (default true; NULL = true) and attempts left: it is '
+'queued again at now + retry_delay, or, without retry_delay, after the job''s exponential backoff '
+'d = least(backoff_max_seconds, backoff_base_seconds * 2^(attempt-1)) jittered within '
+'d * (1 +/- backoff_jitter). Not retryable, or attempt >= max_attempts: it is dead at once, with a '
+'job_dead_letters row (reason non_retryable or attempts_exhausted). A pending cancel request makes it '
+'cancelled instead. The attempt ends timed_out (error_code timeout), crashed (error_code crashed) or '
+'failed. A message over 8192 characters (code over 128) is truncated, never rejected. Returns outcome '
+'(retry_scheduled, dead or cancelled) and run_at of the retry. '
+'Errors: job.lease_lost (RQ004; nothing is written), job.invalid_argument, job.invalid_delay (RQ003).';

@@ -1,0 +1,58 @@
+-- complete_jobs: one statement for a batch; a lost lease is reported in its row, the rest
+-- of the batch completes.
+BEGIN;
+SELECT plan(6);
+
+-- SETUP: three running jobs; b's lease is stale, c is unknown to the database
+SELECT pgrun_test.freeze_time('2030-01-01 00:00:00+00');
+SELECT job_id AS a, lease_token AS a_token FROM pgrun_test.running_job() \gset
+SELECT job_id AS b, lease_token AS b_token FROM pgrun_test.running_job() \gset
+SELECT job_id AS d, lease_token AS d_token FROM pgrun_test.running_job() \gset
+SELECT gen_random_uuid() AS c \gset
+SELECT pgrun_test.job_fingerprint(:'b') AS b_before \gset
+
+CREATE TEMP TABLE outcome ON COMMIT DROP AS
+SELECT *, row_number() OVER () AS n
+FROM pgrun.complete_jobs(
+    job_ids => ARRAY[:'d', :'b', :'c', :'a']::uuid[],
+    lease_tokens => ARRAY[:'d_token', gen_random_uuid(), gen_random_uuid(), :'a_token']::uuid[],
+    results => ARRAY['{"n": 4}', NULL, NULL, '{"n": 1}']::jsonb[]
+);
+
+-- TEST: one row per input, in input order, each with its outcome
+SELECT results_eq(
+    'SELECT job_id, outcome, lost_reason FROM outcome ORDER BY n',
+    format(
+        'VALUES (%L::uuid, ''succeeded'', NULL::text), (%L::uuid, ''lease_lost'', ''token_mismatch''), '
+        '(%L::uuid, ''lease_lost'', ''unknown_job''), (%L::uuid, ''succeeded'', NULL::text)',
+        :'d', :'b', :'c', :'a'
+    ),
+    'owned leases succeed; the stale and unknown ones are reported, not raised'
+);
+
+-- TEST: the owned jobs are succeeded with their own results
+SELECT results_eq(
+    format('SELECT id, status, result FROM pgrun.jobs WHERE id IN (%L, %L) ORDER BY id', :'a', :'d'),
+    format('VALUES (%L::uuid, ''succeeded'', ''{"n": 1}''::jsonb), (%L::uuid, ''succeeded'', ''{"n": 4}''::jsonb)', :'a', :'d'),
+    'each completed job keeps its own result'
+);
+
+-- TEST: the stale job is untouched
+SELECT is(pgrun_test.job_fingerprint(:'b'), :'b_before', 'nothing was written for the lost lease');
+SELECT is((SELECT status FROM pgrun.jobs WHERE id = :'b'), 'running', 'the stale job still runs under its owner');
+
+-- TEST: exactly one event per completed job
+SELECT is(
+    (SELECT count(*) FROM pgrun.job_events WHERE event = 'succeeded'),
+    2::bigint,
+    'two succeeded events, one per completed job'
+);
+
+-- TEST: an empty batch is a no-op
+SELECT is_empty(
+    'SELECT * FROM pgrun.complete_jobs(''{}''::uuid[], ''{}''::uuid[])',
+    'an empty batch returns no rows'
+);
+
+SELECT * FROM finish();
+ROLLBACK;
