@@ -1,0 +1,135 @@
+-- continue_job: a resumable job finished one step and moves on to the next.
+--
+-- The same job goes back to 'queued' at next_step, with its state persisted, to run again
+-- at now + delay (now when delay is NULL). The step's attempt budget starts afresh
+-- (attempt := 0, so the next step has all of max_attempts), while total_attempts keeps
+-- counting claims over the job's life. The attempt that ran the step ends with outcome
+-- 'continued' and one 'continued' event is written. The next claim returns the new step
+-- and state. state NULL keeps the current state (pass '{}' or 'null' to clear it).
+--
+-- A pending cancel request wins: the job ends 'cancelled' (attempt outcome 'cancelled',
+-- event 'cancelled'), with next_step and state still stored, so a later requeue_job
+-- resumes at the step after the one that finished.
+--
+-- The lease is checked like every lifecycle write: same token, status running,
+-- lease_expires_at > pgrun.now(); otherwise job.lease_lost and nothing is written.
+--
+-- Locks: the job row (FOR UPDATE), then its current attempt row.
+--
+-- Errors: job.lease_lost (RQ004); job.invalid_argument (NULL job_id or lease_token),
+-- job.invalid_step (NULL, blank or over 256 characters), job.invalid_delay (negative)
+-- (RQ003).
+
+CREATE OR REPLACE FUNCTION pgrun.continue_job(
+    job_id uuid,
+    lease_token uuid,
+    next_step text,
+    state jsonb DEFAULT NULL,
+    delay interval DEFAULT NULL
+)
+RETURNS TABLE (outcome text, run_at timestamptz)
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = ''
+AS $$
+DECLARE
+    v_now timestamptz := pgrun.now();
+    v_status text;
+    v_run_at timestamptz;
+BEGIN
+    IF continue_job.job_id IS NULL OR continue_job.lease_token IS NULL THEN
+        RAISE EXCEPTION 'job.invalid_argument' USING
+            ERRCODE = 'RQ003',
+            DETAIL = 'job_id and lease_token must not be NULL',
+            HINT = 'Pass the job_id and lease_token claim_jobs returned.';
+    END IF;
+    IF continue_job.next_step IS NULL OR btrim(continue_job.next_step) = '' OR length(continue_job.next_step) > 256 THEN
+        RAISE EXCEPTION 'job.invalid_step' USING
+            ERRCODE = 'RQ003',
+            DETAIL = format('next_step %L is NULL, blank or longer than 256 characters', continue_job.next_step),
+            HINT = 'Name the step the job continues with; to finish the job call complete_job.';
+    END IF;
+    IF continue_job.delay < interval '0' THEN
+        RAISE EXCEPTION 'job.invalid_delay' USING
+            ERRCODE = 'RQ003',
+            DETAIL = format('delay %s is negative', continue_job.delay),
+            HINT = 'Pass a delay >= 0, or NULL to run the next step as soon as a worker is free.';
+    END IF;
+
+    WITH owned AS MATERIALIZED (
+        SELECT j.id, j.worker_id, j.step, j.cancel_requested_at IS NOT NULL AS cancel_requested
+        FROM pgrun.jobs AS j
+        WHERE j.id = continue_job.job_id
+          AND j.lease_token = continue_job.lease_token
+          AND j.status = 'running'
+          AND j.lease_expires_at > v_now
+        FOR UPDATE OF j
+    ),
+
+    continued AS (
+        UPDATE pgrun.jobs AS j
+        SET status = CASE WHEN o.cancel_requested THEN 'cancelled' ELSE 'queued' END,
+            step = continue_job.next_step,
+            state = coalesce(continue_job.state, j.state),
+            run_at = CASE
+                WHEN o.cancel_requested THEN j.run_at
+                ELSE v_now + coalesce(continue_job.delay, interval '0')
+            END,
+            attempt = CASE WHEN o.cancel_requested THEN j.attempt ELSE 0 END,
+            worker_id = NULL,
+            lease_token = NULL,
+            lease_expires_at = NULL,
+            finished_at = CASE WHEN o.cancel_requested THEN v_now END,
+            updated_at = v_now
+        FROM owned AS o
+        WHERE j.id = o.id
+        RETURNING j.id, j.status, j.run_at, j.total_attempts, j.cancel_reason, o.worker_id, o.step
+    ),
+
+    attempts AS (
+        UPDATE pgrun.job_attempts AS a
+        SET finished_at = v_now,
+            outcome = CASE WHEN c.status = 'queued' THEN 'continued' ELSE 'cancelled' END
+        FROM continued AS c
+        WHERE a.job_id = c.id AND a.attempt = c.total_attempts
+    ),
+
+    events AS (
+        INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, worker_id, detail, created_at)
+        SELECT
+            c.id,
+            CASE WHEN c.status = 'queued' THEN 'continued' ELSE 'cancelled' END,
+            'running',
+            c.status,
+            c.total_attempts,
+            c.worker_id,
+            CASE
+                WHEN c.status = 'queued'
+                    THEN jsonb_build_object('from_step', c.step, 'step', continue_job.next_step, 'run_at', c.run_at)
+                ELSE jsonb_build_object('reason', c.cancel_reason, 'step', continue_job.next_step)
+            END,
+            v_now
+        FROM continued AS c
+    )
+
+    SELECT c.status, c.run_at INTO v_status, v_run_at
+    FROM continued AS c;
+
+    IF v_status IS NULL THEN
+        PERFORM pgrun._raise_lease_lost(continue_job.job_id, continue_job.lease_token);
+    END IF;
+    RETURN QUERY SELECT
+        CASE WHEN v_status = 'queued' THEN 'continued' ELSE 'cancelled' END,
+        CASE WHEN v_status = 'queued' THEN v_run_at END;
+END;
+$$;
+
+COMMENT ON FUNCTION pgrun.continue_job(uuid, uuid, text, jsonb, interval) IS
+'Finish the current step of a running job and queue the same job at next_step (1..256 characters): state '
+'is stored (NULL keeps the current state), it runs again at now + delay (NULL = now), and its attempt '
+'budget starts afresh (attempt = 0; total_attempts keeps counting). The attempt ends with outcome '
+'continued and one continued event is written; the next claim returns the new step and state. A pending '
+'cancel request makes the job cancelled instead (step and state still stored). Returns outcome (continued '
+'or cancelled) and run_at of the next step. '
+'Errors: job.lease_lost (RQ004; nothing is written), job.invalid_argument, job.invalid_step, '
+'job.invalid_delay (RQ003).';
