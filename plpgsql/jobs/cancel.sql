@@ -1,0 +1,112 @@
+-- cancel_job: an operator (or the application) stops a job.
+--
+--   * queued  -> 'cancelled' at once: finished_at set, event 'cancelled'.
+--   * running -> the job keeps running but cancel_requested_at is set (event
+--                'cancel_requested'); heartbeat_jobs and report_progress tell the worker,
+--                and the worker's next terminal write (complete, fail, continue) ends the
+--                job 'cancelled' with attempt outcome 'cancelled'. If the worker never
+--                writes, the reaper cancels the job once its lease expires. Asking again
+--                while a request is pending changes nothing and writes no event.
+--   * succeeded, dead, cancelled -> job.not_cancellable.
+-- reason (at most 1024 characters kept) is stored in cancel_reason and in the event.
+--
+-- Tenant scoping: with organization_id given, only that organization's jobs are visible;
+-- another organization's job is job.not_found, exactly like a job that does not exist.
+--
+-- Locks: the one job row (FOR UPDATE).
+--
+-- Errors: job.not_found (RQ002), job.not_cancellable (RQ001), job.invalid_argument (RQ003,
+-- NULL job_id).
+
+CREATE OR REPLACE FUNCTION pgrun.cancel_job(
+    job_id uuid,
+    reason text DEFAULT NULL,
+    organization_id uuid DEFAULT NULL
+)
+RETURNS text
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = ''
+AS $$
+DECLARE
+    v_now timestamptz := pgrun.now();
+    v_reason text := pgrun._clip(cancel_job.reason, 1024);
+    v_job record;
+BEGIN
+    IF cancel_job.job_id IS NULL THEN
+        RAISE EXCEPTION 'job.invalid_argument' USING
+            ERRCODE = 'RQ003',
+            DETAIL = 'job_id must not be NULL',
+            HINT = 'Pass the id of the job to cancel.';
+    END IF;
+
+    SELECT j.id, j.status, j.cancel_requested_at, j.total_attempts
+    INTO v_job
+    FROM pgrun.jobs AS j
+    WHERE j.id = cancel_job.job_id
+      AND (cancel_job.organization_id IS NULL OR j.organization_id = cancel_job.organization_id)
+    FOR UPDATE OF j;
+
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'job.not_found' USING
+            ERRCODE = 'RQ002',
+            DETAIL = format('no job %s%s', cancel_job.job_id, CASE
+                WHEN cancel_job.organization_id IS NOT NULL
+                    THEN format(' in organization %s', cancel_job.organization_id)
+                ELSE ''
+            END),
+            HINT = 'Check the job id (and the organization it belongs to); finished jobs are '
+                'removed by purge_finished_jobs after their retention period.';
+    END IF;
+
+    IF v_job.status = 'queued' THEN
+        WITH cancelled AS (
+            UPDATE pgrun.jobs AS j
+            SET status = 'cancelled',
+                cancel_requested_at = v_now,
+                cancel_reason = v_reason,
+                finished_at = v_now,
+                updated_at = v_now
+            WHERE j.id = v_job.id
+            RETURNING j.id
+        )
+        INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, detail, created_at)
+        SELECT c.id, 'cancelled', 'queued', 'cancelled', v_job.total_attempts,
+            jsonb_build_object('reason', v_reason), v_now
+        FROM cancelled AS c;
+        RETURN 'cancelled';
+    ELSIF v_job.status = 'running' THEN
+        IF v_job.cancel_requested_at IS NULL THEN
+            WITH requested AS (
+                UPDATE pgrun.jobs AS j
+                SET cancel_requested_at = v_now,
+                    cancel_reason = v_reason,
+                    updated_at = v_now
+                WHERE j.id = v_job.id
+                RETURNING j.id, j.worker_id
+            )
+            INSERT INTO pgrun.job_events (
+                job_id, event, from_status, to_status, attempt, worker_id, detail, created_at
+            )
+            SELECT r.id, 'cancel_requested', 'running', 'running', v_job.total_attempts, r.worker_id,
+                jsonb_build_object('reason', v_reason), v_now
+            FROM requested AS r;
+        END IF;
+        RETURN 'cancel_requested';
+    END IF;
+
+    RAISE EXCEPTION 'job.not_cancellable' USING
+        ERRCODE = 'RQ001',
+        DETAIL = format('job %s is %s; only queued and running jobs can be cancelled', v_job.id, v_job.status),
+        HINT = 'A finished job cannot be cancelled; requeue_job brings a dead or cancelled job back.';
+END;
+$$;
+
+COMMENT ON FUNCTION pgrun.cancel_job(uuid, text, uuid) IS
+'Cancel a job. A queued job becomes cancelled at once (returns cancelled). A running job gets a cancel '
+'request (returns cancel_requested): heartbeat_jobs and report_progress report it, and the worker''s next '
+'complete/fail/continue ends the job cancelled (the reaper does so if its lease expires first); asking '
+'again changes nothing. reason is stored (at most 1024 characters). With organization_id, only that '
+'organization''s jobs are visible. One event per transition (cancelled or cancel_requested). '
+'Errors: job.not_found (RQ002; also another organization''s job), job.not_cancellable (RQ001: succeeded, '
+'dead or cancelled), job.invalid_argument (RQ003).';

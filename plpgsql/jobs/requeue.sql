@@ -1,0 +1,99 @@
+-- requeue_job: bring a dead or cancelled job back to the queue.
+--
+-- The job becomes 'queued' again at run_at (now when NULL) with a fresh attempt budget
+-- (attempt := 0; total_attempts keeps counting, so attempt rows stay unique), finished_at
+-- and any cancel request cleared; its step, state, payload and last error stay as they
+-- were. Its open job_dead_letters rows get requeued_at stamped. One 'requeued' event.
+-- Any other status (queued, running, succeeded) is job.not_requeueable.
+--
+-- Tenant scoping: with organization_id given, only that organization's jobs are visible;
+-- another organization's job is job.not_found.
+--
+-- Locks: the one job row (FOR UPDATE), then its dead letter rows.
+--
+-- Errors: job.not_found (RQ002), job.not_requeueable (RQ001), job.invalid_argument (RQ003,
+-- NULL job_id).
+
+CREATE OR REPLACE FUNCTION pgrun.requeue_job(
+    job_id uuid,
+    organization_id uuid DEFAULT NULL,
+    run_at timestamptz DEFAULT NULL
+)
+RETURNS timestamptz
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = ''
+AS $$
+DECLARE
+    v_now timestamptz := pgrun.now();
+    v_run_at timestamptz := coalesce(requeue_job.run_at, pgrun.now());
+    v_job record;
+BEGIN
+    IF requeue_job.job_id IS NULL THEN
+        RAISE EXCEPTION 'job.invalid_argument' USING
+            ERRCODE = 'RQ003',
+            DETAIL = 'job_id must not be NULL',
+            HINT = 'Pass the id of the dead or cancelled job to requeue.';
+    END IF;
+
+    SELECT j.id, j.status, j.total_attempts
+    INTO v_job
+    FROM pgrun.jobs AS j
+    WHERE j.id = requeue_job.job_id
+      AND (requeue_job.organization_id IS NULL OR j.organization_id = requeue_job.organization_id)
+    FOR UPDATE OF j;
+
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'job.not_found' USING
+            ERRCODE = 'RQ002',
+            DETAIL = format('no job %s%s', requeue_job.job_id, CASE
+                WHEN requeue_job.organization_id IS NOT NULL
+                    THEN format(' in organization %s', requeue_job.organization_id)
+                ELSE ''
+            END),
+            HINT = 'Check the job id (and the organization it belongs to); finished jobs are '
+                'removed by purge_finished_jobs after their retention period.';
+    END IF;
+    IF v_job.status NOT IN ('dead', 'cancelled') THEN
+        RAISE EXCEPTION 'job.not_requeueable' USING
+            ERRCODE = 'RQ001',
+            DETAIL = format('job %s is %s; only dead and cancelled jobs can be requeued', v_job.id, v_job.status),
+            HINT = 'A queued or running job is already in the queue; a succeeded job is done '
+                '(enqueue a new one to run it again).';
+    END IF;
+
+    WITH requeued AS (
+        UPDATE pgrun.jobs AS j
+        SET status = 'queued',
+            run_at = v_run_at,
+            attempt = 0,
+            cancel_requested_at = NULL,
+            cancel_reason = NULL,
+            finished_at = NULL,
+            updated_at = v_now
+        WHERE j.id = v_job.id
+        RETURNING j.id
+    ),
+
+    letters AS (
+        UPDATE pgrun.job_dead_letters AS d
+        SET requeued_at = v_now
+        FROM requeued AS r
+        WHERE d.job_id = r.id AND d.requeued_at IS NULL
+    )
+
+    INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, detail, created_at)
+    SELECT r.id, 'requeued', v_job.status, 'queued', v_job.total_attempts,
+        jsonb_build_object('run_at', v_run_at), v_now
+    FROM requeued AS r;
+
+    RETURN v_run_at;
+END;
+$$;
+
+COMMENT ON FUNCTION pgrun.requeue_job(uuid, uuid, timestamptz) IS
+'Put a dead or cancelled job back in the queue at run_at (NULL = now) with a fresh attempt budget '
+'(total_attempts keeps counting); its dead letters get requeued_at stamped and one requeued event is '
+'written. With organization_id, only that organization''s jobs are visible. Returns the run_at. '
+'Errors: job.not_found (RQ002; also another organization''s job), job.not_requeueable (RQ001: queued, '
+'running or succeeded), job.invalid_argument (RQ003).';
