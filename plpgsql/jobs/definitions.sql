@@ -1,0 +1,196 @@
+-- Job definitions and runtime configs: the per-type settings around the queue.
+--
+-- upsert_job_definition(job_type, ...) states the whole definition of a job type:
+-- the defaults enqueue_job copies onto each new job (queue, priority, max_attempts,
+-- timeout) and the retry policy fail_job and the reaper apply (backoff base, cap and
+-- jitter). Every argument left out takes the built-in default, so a call is a full
+-- replace, never a merge; jobs already enqueued keep the values they were given.
+-- A NULL argument means the same as leaving it out (timeout_seconds NULL = no timeout).
+--
+-- set_job_runtime_config(job_type, paused, max_concurrency, clear_max_concurrency)
+-- is the operator's switchboard, kept apart from definitions so a deploy that
+-- re-states definitions never resumes a paused type. Here NULL means "leave as is":
+-- set only what you pass. claim_jobs skips paused types and never runs more than
+-- max_concurrency jobs of a type at once.
+--
+-- Neither function needs the job type to exist anywhere else first.
+--
+-- Locks: one row of job_definitions or job_runtime_configs, via INSERT ... ON CONFLICT
+-- DO UPDATE (concurrent calls for one type serialize on that row; last writer wins).
+--
+-- Errors (all RQ003, checked before anything is written): job.invalid_type,
+-- job.invalid_queue, job.invalid_priority, job.invalid_max_attempts,
+-- job.invalid_timeout, job.invalid_backoff, job.invalid_max_concurrency.
+
+CREATE OR REPLACE FUNCTION pgrun.upsert_job_definition(
+    job_type text,
+    queue text DEFAULT 'default',
+    priority integer DEFAULT 100,
+    max_attempts integer DEFAULT 20,
+    timeout_seconds integer DEFAULT NULL,
+    backoff_base_seconds double precision DEFAULT 2,
+    backoff_max_seconds double precision DEFAULT 3600,
+    backoff_jitter double precision DEFAULT 0.2
+)
+RETURNS pgrun.job_definitions
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = ''
+AS $$
+DECLARE
+    v_queue text := coalesce(upsert_job_definition.queue, 'default');
+    v_priority integer := coalesce(upsert_job_definition.priority, 100);
+    v_max_attempts integer := coalesce(upsert_job_definition.max_attempts, 20);
+    v_base double precision := coalesce(upsert_job_definition.backoff_base_seconds, 2);
+    v_max double precision := coalesce(upsert_job_definition.backoff_max_seconds, 3600);
+    v_jitter double precision := coalesce(upsert_job_definition.backoff_jitter, 0.2);
+    v_row pgrun.job_definitions;
+BEGIN
+    -- Keep these rules in step with the CHECK constraints on job_definitions and jobs.
+    IF upsert_job_definition.job_type IS NULL
+        OR upsert_job_definition.job_type !~ '^[a-z][a-z0-9_]*([.:-][a-z0-9_]+)*$'
+        OR length(upsert_job_definition.job_type) > 128 THEN
+        RAISE EXCEPTION 'job.invalid_type' USING
+            ERRCODE = 'RQ003',
+            DETAIL = format('job_type %L is not a valid job type', upsert_job_definition.job_type),
+            HINT = 'Use at most 128 characters: lowercase letters, digits and _, in segments '
+                'joined by ".", ":" or "-", starting with a letter (e.g. email.send).';
+    END IF;
+    IF v_queue !~ '^[a-z][a-z0-9_.:-]*$' OR length(v_queue) > 64 THEN
+        RAISE EXCEPTION 'job.invalid_queue' USING
+            ERRCODE = 'RQ003',
+            DETAIL = format('queue %L is not a valid queue name', v_queue),
+            HINT = 'Use at most 64 characters: a lowercase letter, then lowercase letters, '
+                'digits, "_", ".", ":" or "-".';
+    END IF;
+    IF v_priority NOT BETWEEN 0 AND 32767 THEN
+        RAISE EXCEPTION 'job.invalid_priority' USING
+            ERRCODE = 'RQ003',
+            DETAIL = format('priority %s is outside 0..32767', v_priority),
+            HINT = 'Lower numbers run first; the default is 100.';
+    END IF;
+    IF v_max_attempts NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'job.invalid_max_attempts' USING
+            ERRCODE = 'RQ003',
+            DETAIL = format('max_attempts %s is outside 1..1000', v_max_attempts),
+            HINT = 'max_attempts counts every try, the first included; the default is 20.';
+    END IF;
+    IF upsert_job_definition.timeout_seconds <= 0 THEN
+        RAISE EXCEPTION 'job.invalid_timeout' USING
+            ERRCODE = 'RQ003',
+            DETAIL = format('timeout_seconds %s is not positive', upsert_job_definition.timeout_seconds),
+            HINT = 'Pass a positive number of seconds, or NULL for no timeout.';
+    END IF;
+    -- NaN compares greater than every number in PostgreSQL, so bound from above too.
+    IF NOT (v_base >= 0 AND v_base <= v_max AND v_max < 'Infinity'::double precision)
+        OR NOT (v_jitter >= 0 AND v_jitter < 1) THEN
+        RAISE EXCEPTION 'job.invalid_backoff' USING
+            ERRCODE = 'RQ003',
+            DETAIL = format(
+                'backoff_base_seconds %s, backoff_max_seconds %s, backoff_jitter %s',
+                v_base, v_max, v_jitter
+            ),
+            HINT = 'Need 0 <= backoff_base_seconds <= backoff_max_seconds (finite) '
+                'and 0 <= backoff_jitter < 1.';
+    END IF;
+
+    INSERT INTO pgrun.job_definitions AS d (
+        job_type, queue, priority, max_attempts, timeout_seconds,
+        backoff_base_seconds, backoff_max_seconds, backoff_jitter, created_at, updated_at
+    )
+    VALUES (
+        upsert_job_definition.job_type, v_queue, v_priority, v_max_attempts,
+        upsert_job_definition.timeout_seconds, v_base, v_max, v_jitter, pgrun.now(), pgrun.now()
+    )
+    ON CONFLICT ON CONSTRAINT job_definitions_pkey DO UPDATE
+        SET queue = excluded.queue,
+            priority = excluded.priority,
+            max_attempts = excluded.max_attempts,
+            timeout_seconds = excluded.timeout_seconds,
+            backoff_base_seconds = excluded.backoff_base_seconds,
+            backoff_max_seconds = excluded.backoff_max_seconds,
+            backoff_jitter = excluded.backoff_jitter,
+            updated_at = excluded.updated_at
+    RETURNING d.* INTO v_row;
+    RETURN v_row;
+END;
+$$;
+
+COMMENT ON FUNCTION pgrun.upsert_job_definition(
+    text, text, integer, integer, integer, double precision, double precision, double precision
+) IS
+'Create or replace the definition of a job type: the queue, priority (0..32767, lower runs first), '
+'max_attempts (1..1000), timeout_seconds (NULL = none) new jobs of the type get, and the retry backoff '
+'fail_job and the reaper apply (exponential from backoff_base_seconds, capped at backoff_max_seconds, '
+'spread by the backoff_jitter fraction). '
+'Omitted or NULL arguments take the built-in defaults (default, 100, 20, none, 2, 3600, 0.2): each call '
+'states the whole definition. Existing jobs keep their values. Returns the stored row. '
+'Errors: job.invalid_type, job.invalid_queue, job.invalid_priority, job.invalid_max_attempts, '
+'job.invalid_timeout, job.invalid_backoff (RQ003).';
+
+CREATE OR REPLACE FUNCTION pgrun.set_job_runtime_config(
+    job_type text,
+    paused boolean DEFAULT NULL,
+    max_concurrency integer DEFAULT NULL,
+    clear_max_concurrency boolean DEFAULT FALSE
+)
+RETURNS pgrun.job_runtime_configs
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = ''
+AS $$
+DECLARE
+    v_row pgrun.job_runtime_configs;
+BEGIN
+    IF set_job_runtime_config.job_type IS NULL
+        OR set_job_runtime_config.job_type !~ '^[a-z][a-z0-9_]*([.:-][a-z0-9_]+)*$'
+        OR length(set_job_runtime_config.job_type) > 128 THEN
+        RAISE EXCEPTION 'job.invalid_type' USING
+            ERRCODE = 'RQ003',
+            DETAIL = format('job_type %L is not a valid job type', set_job_runtime_config.job_type),
+            HINT = 'Use at most 128 characters: lowercase letters, digits and _, in segments '
+                'joined by ".", ":" or "-", starting with a letter (e.g. email.send).';
+    END IF;
+    IF set_job_runtime_config.max_concurrency <= 0 THEN
+        RAISE EXCEPTION 'job.invalid_max_concurrency' USING
+            ERRCODE = 'RQ003',
+            DETAIL = format('max_concurrency %s is not positive', set_job_runtime_config.max_concurrency),
+            HINT = 'Pass a positive cap, or clear_max_concurrency => true to remove the cap '
+                '(pause the type to stop claiming it altogether).';
+    END IF;
+    IF set_job_runtime_config.max_concurrency IS NOT NULL
+        AND coalesce(set_job_runtime_config.clear_max_concurrency, false) THEN
+        RAISE EXCEPTION 'job.invalid_max_concurrency' USING
+            ERRCODE = 'RQ003',
+            DETAIL = format(
+                'max_concurrency %s and clear_max_concurrency => true contradict each other',
+                set_job_runtime_config.max_concurrency
+            ),
+            HINT = 'Pass either a new cap or clear_max_concurrency => true, not both.';
+    END IF;
+
+    INSERT INTO pgrun.job_runtime_configs AS c (job_type, paused, max_concurrency, updated_at)
+    VALUES (
+        set_job_runtime_config.job_type,
+        coalesce(set_job_runtime_config.paused, false),
+        set_job_runtime_config.max_concurrency,
+        pgrun.now()
+    )
+    ON CONFLICT ON CONSTRAINT job_runtime_configs_pkey DO UPDATE
+        SET paused = coalesce(set_job_runtime_config.paused, c.paused),
+            max_concurrency = CASE
+                WHEN coalesce(set_job_runtime_config.clear_max_concurrency, false) THEN NULL
+                ELSE coalesce(set_job_runtime_config.max_concurrency, c.max_concurrency)
+            END,
+            updated_at = excluded.updated_at
+    RETURNING c.* INTO v_row;
+    RETURN v_row;
+END;
+$$;
+
+COMMENT ON FUNCTION pgrun.set_job_runtime_config(text, boolean, integer, boolean) IS
+'Operator switches for a job type: paused => true stops claim_jobs from taking its jobs (enqueue still '
+'works), paused => false resumes; max_concurrency caps how many of its jobs run at once; '
+'clear_max_concurrency => true removes the cap. NULL arguments leave the current setting as it is '
+'(a new type starts unpaused and uncapped). Returns the stored row. '
+'Errors: job.invalid_type, job.invalid_max_concurrency (RQ003).';
