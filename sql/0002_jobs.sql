@@ -41,7 +41,7 @@ COMMENT ON TABLE pgrun.job_definitions IS
 -- Operator switches per job type, separate from definitions so deploys never undo them.
 CREATE TABLE pgrun.job_runtime_configs (
     job_type text PRIMARY KEY,
-    paused boolean NOT NULL DEFAULT false,
+    paused boolean NOT NULL DEFAULT FALSE,
     max_concurrency integer,
     updated_at timestamptz NOT NULL DEFAULT pgrun.now(),
     CONSTRAINT job_runtime_configs_max_concurrency_check CHECK (max_concurrency > 0)
@@ -256,3 +256,120 @@ CREATE TABLE pgrun.job_logs (
 CREATE INDEX job_logs_job_idx ON pgrun.job_logs (job_id, id);
 
 COMMENT ON TABLE pgrun.job_logs IS 'Log lines a handler wrote during an attempt (append_job_log).';
+
+-- What is waiting and what is running, per queue and job type. Reads only the queued
+-- and running rows (the two partial indexes), so it stays cheap however much finished
+-- history the table holds.
+CREATE VIEW pgrun.queue_depth AS
+SELECT
+    j.queue,
+    j.job_type,
+    count(*) FILTER (WHERE j.status = 'queued' AND j.run_at <= pgrun.now()) AS ready,
+    count(*) FILTER (WHERE j.status = 'queued' AND j.run_at > pgrun.now()) AS delayed,
+    count(*) FILTER (WHERE j.status = 'running') AS running,
+    pgrun.now() - min(j.run_at) FILTER (
+        WHERE j.status = 'queued' AND j.run_at <= pgrun.now()
+    ) AS oldest_ready_age,
+    coalesce(bool_or(c.paused), FALSE) AS paused,
+    max(c.max_concurrency) AS max_concurrency
+FROM pgrun.jobs AS j
+LEFT JOIN pgrun.job_runtime_configs AS c ON j.job_type = c.job_type
+WHERE j.status IN ('queued', 'running')
+GROUP BY j.queue, j.job_type;
+
+COMMENT ON VIEW pgrun.queue_depth IS
+'Per queue and job type with queued or running jobs: ready (queued, run_at reached), delayed (queued, '
+'run_at in the future), running, oldest_ready_age (how long the oldest ready job has waited past its '
+'run_at; NULL when none is ready), and the type''s runtime switches (paused, max_concurrency). '
+'Times use pgrun.now().';
+
+-- Health per job type and queue. Counts cover every row still in jobs; the rates and
+-- percentiles cover a sliding window of the last 5 minutes (window_start): succeeded
+-- per minute, start latency (started_at - run_at of jobs started in the window) and
+-- duration (finished_at - started_at of jobs finished in the window), plus attempts
+-- that ended crashed or lease_expired in the window. A full scan of jobs: meant for
+-- dashboards and alerts polled every few seconds, not for the hot path.
+CREATE VIEW pgrun.job_metrics AS
+WITH w AS (
+    SELECT pgrun.now() - interval '5 minutes' AS window_start
+),
+
+per_type AS (
+    SELECT
+        j.job_type,
+        j.queue,
+        count(*) FILTER (WHERE j.status = 'queued') AS queued,
+        count(*) FILTER (WHERE j.status = 'running') AS running,
+        count(*) FILTER (WHERE j.status = 'succeeded') AS succeeded,
+        count(*) FILTER (WHERE j.status = 'dead') AS dead,
+        count(*) FILTER (WHERE j.status = 'cancelled') AS cancelled,
+        round(
+            count(*) FILTER (
+                WHERE j.status = 'succeeded' AND j.finished_at >= w.window_start
+            ) / 5.0,
+            2
+        ) AS succeeded_per_minute,
+        percentile_cont(0.5) WITHIN GROUP (
+            ORDER BY greatest(extract(EPOCH FROM j.started_at - j.run_at), 0)
+        ) FILTER (
+            WHERE j.started_at >= w.window_start AND j.status <> 'queued'
+        ) AS latency_p50_seconds,
+        percentile_cont(0.95) WITHIN GROUP (
+            ORDER BY greatest(extract(EPOCH FROM j.started_at - j.run_at), 0)
+        ) FILTER (
+            WHERE j.started_at >= w.window_start AND j.status <> 'queued'
+        ) AS latency_p95_seconds,
+        percentile_cont(0.5) WITHIN GROUP (
+            ORDER BY extract(EPOCH FROM j.finished_at - j.started_at)
+        ) FILTER (
+            WHERE j.finished_at >= w.window_start AND j.started_at IS NOT NULL
+        ) AS duration_p50_seconds,
+        percentile_cont(0.95) WITHIN GROUP (
+            ORDER BY extract(EPOCH FROM j.finished_at - j.started_at)
+        ) FILTER (
+            WHERE j.finished_at >= w.window_start AND j.started_at IS NOT NULL
+        ) AS duration_p95_seconds
+    FROM pgrun.jobs AS j
+    CROSS JOIN w
+    GROUP BY j.job_type, j.queue
+),
+
+crashes AS (
+    SELECT
+        j.job_type,
+        j.queue,
+        count(*) FILTER (WHERE a.outcome = 'crashed') AS crashed,
+        count(*) FILTER (WHERE a.outcome = 'lease_expired') AS lease_expired
+    FROM pgrun.job_attempts AS a
+    INNER JOIN pgrun.jobs AS j ON a.job_id = j.id
+    CROSS JOIN w
+    WHERE a.outcome IN ('crashed', 'lease_expired') AND a.finished_at >= w.window_start
+    GROUP BY j.job_type, j.queue
+)
+
+SELECT
+    p.job_type,
+    p.queue,
+    p.queued,
+    p.running,
+    p.succeeded,
+    p.dead,
+    p.cancelled,
+    w.window_start,
+    p.succeeded_per_minute,
+    p.latency_p50_seconds,
+    p.latency_p95_seconds,
+    p.duration_p50_seconds,
+    p.duration_p95_seconds,
+    coalesce(c.crashed, 0) AS crashed,
+    coalesce(c.lease_expired, 0) AS lease_expired
+FROM per_type AS p
+CROSS JOIN w
+LEFT JOIN crashes AS c ON p.job_type = c.job_type AND p.queue = c.queue;
+
+COMMENT ON VIEW pgrun.job_metrics IS
+'Per job type and queue: counts by status (queued, running, succeeded, dead, cancelled) over all rows '
+'still in jobs; and over the last 5 minutes (from window_start, by pgrun.now()): succeeded_per_minute, '
+'start latency p50/p95 in seconds (started_at - run_at of jobs started in the window), duration p50/p95 '
+'in seconds (finished_at - started_at of jobs finished in the window), and attempts that ended crashed '
+'or lease_expired. Scans the whole jobs table: poll it, do not join it into hot paths.';

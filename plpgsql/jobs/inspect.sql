@@ -1,0 +1,200 @@
+-- Inspection: read one job in full, or page through many. Read-only, no locks beyond
+-- the snapshot.
+--
+-- get_job(job_id, organization_id) returns the job as one jsonb object: every column of
+-- jobs except lease_token, plus "attempts" (job_attempts rows, by attempt, without
+-- their lease_token) and "dead_letters" (job_dead_letters rows, oldest first). The
+-- lease token is the worker's only credential for writing to the job, so inspection
+-- never hands it out.
+--
+-- list_jobs(...) pages through jobs in ascending id order, oldest first (ids are
+-- UUIDv7, so this is creation order): pass the last id of one page as after_id to get
+-- the next. Jobs created while you page appear on later pages, never skipped. Filters
+-- combine with AND; NULL means no filter. Rows carry the scheduling, lease and outcome
+-- columns but not the blobs (payload, state, progress, result, enqueue_request):
+-- get_job has those.
+--
+-- Tenancy: with organization_id both see only that organization's jobs; another
+-- organization's job is job.not_found, exactly like a missing one. Without it they
+-- see every job (operators).
+--
+-- Errors: job.not_found (RQ002); job.invalid_status, job.invalid_max_rows (RQ003).
+
+CREATE OR REPLACE FUNCTION pgrun.get_job(job_id uuid, organization_id uuid DEFAULT NULL)
+RETURNS jsonb
+LANGUAGE plpgsql
+STABLE
+SET search_path = ''
+AS $$
+DECLARE
+    v_job jsonb;
+BEGIN
+    SELECT
+        (to_jsonb(j) - 'lease_token')
+        || jsonb_build_object(
+            'attempts',
+            coalesce(
+                (SELECT jsonb_agg(to_jsonb(a) - 'job_id' - 'lease_token' ORDER BY a.attempt)
+                 FROM pgrun.job_attempts AS a
+                 WHERE a.job_id = j.id),
+                '[]'::jsonb
+            ),
+            'dead_letters',
+            coalesce(
+                (SELECT jsonb_agg(to_jsonb(d) - 'job_id' ORDER BY d.id)
+                 FROM pgrun.job_dead_letters AS d
+                 WHERE d.job_id = j.id),
+                '[]'::jsonb
+            )
+        )
+    INTO v_job
+    FROM pgrun.jobs AS j
+    WHERE j.id = get_job.job_id
+        AND (get_job.organization_id IS NULL OR j.organization_id = get_job.organization_id);
+
+    IF v_job IS NULL THEN
+        RAISE EXCEPTION 'job.not_found' USING
+            ERRCODE = 'RQ002',
+            DETAIL = format(
+                'no job %s%s', coalesce(get_job.job_id::text, 'NULL'),
+                CASE WHEN get_job.organization_id IS NULL THEN ''
+                    ELSE format(' in organization %s', get_job.organization_id) END
+            ),
+            HINT = 'Check the id and the organization; purged jobs are gone for good.';
+    END IF;
+    RETURN v_job;
+END;
+$$;
+
+COMMENT ON FUNCTION pgrun.get_job(uuid, uuid) IS
+'One job as jsonb: all its columns (lease_token omitted), plus "attempts" (one object per claim, in '
+'order) and "dead_letters" (oldest first). With organization_id, only that organization''s job is '
+'visible. Errors: job.not_found (RQ002) when there is no such job or it belongs to another organization.';
+
+-- The query behind list_jobs; plpgsql only so that each filter combination gets its
+-- own plan (dynamic SQL) instead of a generic one full of "param IS NULL OR ...".
+CREATE OR REPLACE FUNCTION pgrun._list_jobs(
+    status text,
+    job_type text,
+    queue text,
+    organization_id uuid,
+    workflow_run_id uuid,
+    after_id uuid,
+    max_rows integer
+)
+RETURNS SETOF pgrun.jobs
+LANGUAGE plpgsql
+STABLE
+SET search_path = ''
+AS $$
+DECLARE
+    v_limit integer := coalesce(_list_jobs.max_rows, 50);
+    v_where text[] := ARRAY['true'];
+BEGIN
+    IF _list_jobs.status IS NOT NULL
+        AND _list_jobs.status NOT IN ('queued', 'running', 'succeeded', 'dead', 'cancelled') THEN
+        RAISE EXCEPTION 'job.invalid_status' USING
+            ERRCODE = 'RQ003',
+            DETAIL = format('status %L is not a job status', _list_jobs.status),
+            HINT = 'Use one of queued, running, succeeded, dead, cancelled, or NULL for all.';
+    END IF;
+    IF v_limit NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'job.invalid_max_rows' USING
+            ERRCODE = 'RQ003',
+            DETAIL = format('max_rows %s is outside 1..1000', v_limit),
+            HINT = 'Page with after_id instead of asking for more rows at once.';
+    END IF;
+
+    IF _list_jobs.status IS NOT NULL THEN
+        v_where := v_where || 'j.status = $1'::text;
+    END IF;
+    IF _list_jobs.job_type IS NOT NULL THEN
+        v_where := v_where || 'j.job_type = $2'::text;
+    END IF;
+    IF _list_jobs.queue IS NOT NULL THEN
+        v_where := v_where || 'j.queue = $3'::text;
+    END IF;
+    IF _list_jobs.organization_id IS NOT NULL THEN
+        v_where := v_where || 'j.organization_id = $4'::text;
+    END IF;
+    IF _list_jobs.workflow_run_id IS NOT NULL THEN
+        v_where := v_where || 'j.workflow_run_id = $5'::text;
+    END IF;
+    IF _list_jobs.after_id IS NOT NULL THEN
+        v_where := v_where || 'j.id > $6'::text;
+    END IF;
+
+    RETURN QUERY EXECUTE format(
+        'SELECT j.* FROM pgrun.jobs AS j WHERE %s ORDER BY j.id LIMIT $7',
+        array_to_string(v_where, ' AND ')
+    )
+    USING _list_jobs.status, _list_jobs.job_type, _list_jobs.queue, _list_jobs.organization_id,
+        _list_jobs.workflow_run_id, _list_jobs.after_id, v_limit;
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._list_jobs(text, text, text, uuid, uuid, uuid, integer) FROM public;
+
+COMMENT ON FUNCTION pgrun._list_jobs(text, text, text, uuid, uuid, uuid, integer) IS
+'Private: validates list_jobs'' arguments and runs its query with a plan for the filters given.';
+
+CREATE OR REPLACE FUNCTION pgrun.list_jobs(
+    status text DEFAULT NULL,
+    job_type text DEFAULT NULL,
+    queue text DEFAULT NULL,
+    organization_id uuid DEFAULT NULL,
+    workflow_run_id uuid DEFAULT NULL,
+    after_id uuid DEFAULT NULL,
+    max_rows integer DEFAULT 50
+)
+RETURNS TABLE (
+    id uuid,
+    job_type text,
+    queue text,
+    priority integer,
+    status text,
+    run_at timestamptz,
+    attempt integer,
+    total_attempts integer,
+    max_attempts integer,
+    timeout_seconds integer,
+    worker_id text,
+    lease_expires_at timestamptz,
+    heartbeat_at timestamptz,
+    cancel_requested_at timestamptz,
+    cancel_reason text,
+    step text,
+    error_code text,
+    error_message text,
+    organization_id uuid,
+    idempotency_key text,
+    workflow_run_id uuid,
+    workflow_step_key text,
+    schedule_id uuid,
+    created_at timestamptz,
+    updated_at timestamptz,
+    started_at timestamptz,
+    finished_at timestamptz
+)
+LANGUAGE sql
+STABLE
+SET search_path = ''
+AS $$
+    SELECT
+        j.id, j.job_type, j.queue, j.priority, j.status, j.run_at, j.attempt, j.total_attempts,
+        j.max_attempts, j.timeout_seconds, j.worker_id, j.lease_expires_at, j.heartbeat_at,
+        j.cancel_requested_at, j.cancel_reason, j.step, j.error_code, j.error_message,
+        j.organization_id, j.idempotency_key, j.workflow_run_id, j.workflow_step_key, j.schedule_id,
+        j.created_at, j.updated_at, j.started_at, j.finished_at
+    FROM pgrun._list_jobs(
+        list_jobs.status, list_jobs.job_type, list_jobs.queue, list_jobs.organization_id,
+        list_jobs.workflow_run_id, list_jobs.after_id, list_jobs.max_rows
+    ) AS j
+    ORDER BY j.id
+$$;
+
+COMMENT ON FUNCTION pgrun.list_jobs(text, text, text, uuid, uuid, uuid, integer) IS
+'A page of jobs in ascending id (= creation) order, oldest first: pass the last id you got as after_id '
+'for the next page. Filters (NULL = any): status, job_type, queue, organization_id (tenant scope), '
+'workflow_run_id. max_rows 1..1000, default 50. Returns the scheduling, lease and outcome columns, not '
+'payload/state/progress/result (use get_job). Errors: job.invalid_status, job.invalid_max_rows (RQ003).';
