@@ -1,0 +1,278 @@
+-- Private helpers of the front door (enqueue.sql): request validation, the error
+-- it raises, and the per-queue NOTIFY. Loaded before enqueue.sql (file name order).
+--
+-- Locks: none. Errors: _enqueue_raise_invalid raises the RQ003 input errors listed in
+-- enqueue.sql; the others raise nothing of their own.
+
+-- The whole validation of a request array, as one read-only statement: the first
+-- bad element's 1-based index and error code, or no row. Every limit lives here.
+-- A malformed timestamp, interval or uuid string raises a data_exception (class 22)
+-- instead; _enqueue_check then finds the element one by one.
+CREATE OR REPLACE FUNCTION pgrun._enqueue_first_invalid(requests jsonb)
+RETURNS TABLE (bad_ordinality integer, bad_code text)
+LANGUAGE plpgsql
+STABLE
+SET search_path = ''
+AS $$
+DECLARE
+    c_max_payload_bytes CONSTANT integer := 1048576;          -- 1 MiB of jsonb
+    c_max_delay_seconds CONSTANT numeric := 3155760000;       -- 100 Julian years
+    c_known_keys CONSTANT text[] := ARRAY[
+        'job_type', 'payload', 'queue', 'priority', 'run_at', 'delay', 'max_attempts',
+        'timeout_seconds', 'idempotency_key', 'organization_id'
+    ];
+    c_optional_keys CONSTANT text[] := ARRAY[
+        'queue', 'priority', 'run_at', 'delay', 'max_attempts', 'timeout_seconds', 'idempotency_key',
+        'organization_id'
+    ];
+BEGIN
+    RETURN QUERY
+    SELECT c.ord, c.code
+    FROM (
+        SELECT
+            e.ord::integer AS ord,
+            CASE
+                WHEN jsonb_typeof(e.elem) <> 'object' OR e.elem - c_known_keys <> '{}'::jsonb
+                    THEN 'job.invalid_batch'
+                -- the job_definitions / jobs CHECK constraints say the same
+                WHEN coalesce(jsonb_typeof(e.elem -> 'job_type'), 'null') <> 'string'
+                    OR e.elem ->> 'job_type' !~ '^[a-z][a-z0-9_]*([.:-][a-z0-9_]+)*$'
+                    OR length(e.elem ->> 'job_type') > 128
+                    THEN 'job.invalid_type'
+                WHEN e.elem ? 'payload'
+                    AND jsonb_typeof(e.elem -> 'payload') NOT IN ('null', 'object')
+                    THEN 'job.invalid_payload'
+                WHEN pg_column_size(e.elem -> 'payload') > c_max_payload_bytes
+                    THEN 'job.payload_too_large'
+                -- the common element has nothing else: one cheap test instead of many
+                WHEN NOT e.elem ?| c_optional_keys
+                    THEN NULL
+                WHEN e.elem ? 'queue' AND (
+                    jsonb_typeof(e.elem -> 'queue') NOT IN ('null', 'string')
+                    OR e.elem ->> 'queue' !~ '^[a-z][a-z0-9_.:-]*$'
+                    OR length(e.elem ->> 'queue') > 64
+                )
+                    THEN 'job.invalid_queue'
+                WHEN e.elem ? 'priority' AND (
+                    jsonb_typeof(e.elem -> 'priority') NOT IN ('null', 'number')
+                    OR NOT (
+                        (e.elem ->> 'priority')::numeric BETWEEN 0 AND 32767
+                        AND (e.elem ->> 'priority')::numeric = trunc((e.elem ->> 'priority')::numeric)
+                    )
+                )
+                    THEN 'job.invalid_priority'
+                WHEN e.elem ? 'max_attempts' AND (
+                    jsonb_typeof(e.elem -> 'max_attempts') NOT IN ('null', 'number')
+                    OR NOT (
+                        (e.elem ->> 'max_attempts')::numeric BETWEEN 1 AND 1000
+                        AND (e.elem ->> 'max_attempts')::numeric
+                        = trunc((e.elem ->> 'max_attempts')::numeric)
+                    )
+                )
+                    THEN 'job.invalid_max_attempts'
+                WHEN e.elem ? 'timeout_seconds' AND (
+                    jsonb_typeof(e.elem -> 'timeout_seconds') NOT IN ('null', 'number')
+                    OR NOT (
+                        (e.elem ->> 'timeout_seconds')::numeric BETWEEN 1 AND 2147483647
+                        AND (e.elem ->> 'timeout_seconds')::numeric
+                        = trunc((e.elem ->> 'timeout_seconds')::numeric)
+                    )
+                )
+                    THEN 'job.invalid_timeout'
+                WHEN coalesce(jsonb_typeof(e.elem -> 'run_at'), 'null') <> 'null'
+                    AND coalesce(jsonb_typeof(e.elem -> 'delay'), 'null') <> 'null'
+                    THEN 'job.invalid_schedule'
+                WHEN e.elem ? 'run_at' AND (
+                    jsonb_typeof(e.elem -> 'run_at') NOT IN ('null', 'string')
+                    OR NOT isfinite((e.elem ->> 'run_at')::timestamptz)
+                )
+                    THEN 'job.invalid_schedule'
+                WHEN e.elem ? 'delay' AND (
+                    jsonb_typeof(e.elem -> 'delay') NOT IN ('null', 'number', 'string')
+                    OR NOT (
+                        CASE jsonb_typeof(e.elem -> 'delay')
+                            WHEN 'number' THEN (e.elem ->> 'delay')::numeric
+                            ELSE extract(EPOCH FROM (e.elem ->> 'delay')::interval)
+                        END BETWEEN 0 AND c_max_delay_seconds
+                    )
+                )
+                    THEN 'job.invalid_schedule'
+                WHEN e.elem ? 'idempotency_key' AND (
+                    jsonb_typeof(e.elem -> 'idempotency_key') NOT IN ('null', 'string')
+                    OR length(e.elem ->> 'idempotency_key') NOT BETWEEN 1 AND 256
+                )
+                    THEN 'job.invalid_idempotency_key'
+                -- the nil uuid is the "no organization" slot of jobs_idempotency_idx
+                WHEN e.elem ? 'organization_id' AND (
+                    jsonb_typeof(e.elem -> 'organization_id') NOT IN ('null', 'string')
+                    OR (e.elem ->> 'organization_id')::uuid = '00000000-0000-0000-0000-000000000000'::uuid
+                )
+                    THEN 'job.invalid_organization'
+            END AS code
+        FROM jsonb_array_elements(_enqueue_first_invalid.requests) WITH ORDINALITY AS e (elem, ord)
+    ) AS c
+    WHERE c.code IS NOT NULL
+    ORDER BY c.ord
+    LIMIT 1;
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._enqueue_first_invalid(jsonb) FROM public;
+
+COMMENT ON FUNCTION pgrun._enqueue_first_invalid(jsonb) IS
+'Private: the first invalid element of an enqueue request array (index, error code), or no row; '
+'raises data_exception on an unparsable timestamp, interval or uuid string.';
+
+-- The first invalid element (1-based index, error code), or NULLs when all are valid.
+-- Normally one pass of _enqueue_first_invalid; when a string does not parse, the
+-- elements are checked one by one so the error still names the first bad one.
+CREATE OR REPLACE FUNCTION pgrun._enqueue_check(
+    requests jsonb, OUT bad_ordinality integer, OUT bad_code text
+)
+LANGUAGE plpgsql
+STABLE
+SET search_path = ''
+AS $$
+DECLARE
+    v_elem jsonb;
+    v_ord integer;
+    v_code text;
+BEGIN
+    BEGIN
+        SELECT f.bad_ordinality, f.bad_code INTO bad_ordinality, bad_code
+        FROM pgrun._enqueue_first_invalid(_enqueue_check.requests) AS f;
+        RETURN;
+    EXCEPTION WHEN data_exception THEN
+        NULL;  -- fall through to the element-by-element search
+    END;
+    FOR v_elem, v_ord IN
+        SELECT e.elem, e.ord::integer
+        FROM jsonb_array_elements(_enqueue_check.requests) WITH ORDINALITY AS e (elem, ord)
+    LOOP
+        BEGIN
+            SELECT f.bad_code INTO v_code
+            FROM pgrun._enqueue_first_invalid(jsonb_build_array(v_elem)) AS f;
+        EXCEPTION WHEN data_exception THEN
+            -- only run_at, delay and organization_id are parsed from strings
+            v_code := 'job.invalid_schedule';
+            BEGIN
+                PERFORM (v_elem ->> 'organization_id')::uuid;
+            EXCEPTION WHEN data_exception THEN
+                v_code := 'job.invalid_organization';
+            END;
+        END;
+        IF v_code IS NOT NULL THEN
+            bad_ordinality := v_ord;
+            bad_code := v_code;
+            RETURN;
+        END IF;
+    END LOOP;
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._enqueue_check(jsonb) FROM public;
+
+COMMENT ON FUNCTION pgrun._enqueue_check(jsonb) IS
+'Private: the first invalid element of an enqueue request array (index, error code), or NULLs.';
+
+-- Wakes idle workers: one pg_notify per distinct queue, in name order.
+CREATE OR REPLACE FUNCTION pgrun._notify_queues(queues text[])
+RETURNS void
+LANGUAGE sql
+VOLATILE
+SET search_path = ''
+AS $$
+    SELECT count(pg_catalog.pg_notify('pgrun_jobs', q.queue))
+    FROM (SELECT DISTINCT u.queue FROM unnest(_notify_queues.queues) AS u (queue) ORDER BY u.queue) AS q
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._notify_queues(text[]) FROM public;
+
+COMMENT ON FUNCTION pgrun._notify_queues(text[]) IS
+'Private: pg_notify(''pgrun_jobs'', queue) once per distinct queue; enqueue calls it once per statement.';
+
+-- Raises the input error `code` for one request element, with a DETAIL naming the
+-- element (by its 1-based index when ordinality is given) and the offending value.
+CREATE OR REPLACE FUNCTION pgrun._enqueue_raise_invalid(code text, elem jsonb, ordinality integer)
+RETURNS void
+LANGUAGE plpgsql
+STABLE
+SET search_path = ''
+AS $$
+DECLARE
+    v_where text := CASE WHEN ordinality IS NULL THEN '' ELSE format('element %s: ', ordinality) END;
+    v_detail text;
+    v_hint text;
+BEGIN
+    CASE code
+        WHEN 'job.invalid_batch' THEN
+            v_detail := CASE
+                WHEN jsonb_typeof(elem) <> 'object'
+                    THEN format('%sis a JSON %s, not an object', v_where, jsonb_typeof(elem))
+                ELSE format(
+                    '%sunknown keys %s',
+                    v_where,
+                    (SELECT string_agg(k.key, ', ' ORDER BY k.key)
+                     FROM jsonb_object_keys(elem) AS k (key)
+                     WHERE k.key <> ALL (ARRAY[
+                         'job_type', 'payload', 'queue', 'priority', 'run_at', 'delay',
+                         'max_attempts', 'timeout_seconds', 'idempotency_key', 'organization_id'
+                     ]))
+                )
+            END;
+            v_hint := 'Each element is an object whose keys are enqueue_job''s parameter names.';
+        WHEN 'job.invalid_type' THEN
+            v_detail := format('%sjob_type %s is not a valid job type', v_where,
+                left(coalesce(elem -> 'job_type', 'null'::jsonb)::text, 200));
+            v_hint := 'Use at most 128 characters: lowercase letters, digits and _, in segments '
+                'joined by ".", ":" or "-", starting with a letter (e.g. email.send).';
+        WHEN 'job.invalid_payload' THEN
+            v_detail := format('%spayload is a JSON %s, not an object', v_where,
+                jsonb_typeof(elem -> 'payload'));
+            v_hint := 'Wrap the value in an object, e.g. {"value": ...}.';
+        WHEN 'job.payload_too_large' THEN
+            v_detail := format('%spayload is %s bytes of jsonb; the limit is 1 MiB (1048576)', v_where,
+                pg_column_size(elem -> 'payload'));
+            v_hint := 'Store large data elsewhere and pass a reference in the payload.';
+        WHEN 'job.invalid_queue' THEN
+            v_detail := format('%squeue %s is not a valid queue name', v_where,
+                left((elem -> 'queue')::text, 100));
+            v_hint := 'Use at most 64 characters: a lowercase letter, then lowercase letters, '
+                'digits, "_", ".", ":" or "-".';
+        WHEN 'job.invalid_priority' THEN
+            v_detail := format('%spriority %s is not an integer in 0..32767', v_where,
+                left((elem -> 'priority')::text, 100));
+            v_hint := 'Lower numbers run first; the default is 100.';
+        WHEN 'job.invalid_max_attempts' THEN
+            v_detail := format('%smax_attempts %s is not an integer in 1..1000', v_where,
+                left((elem -> 'max_attempts')::text, 100));
+            v_hint := 'max_attempts counts every try, the first included; the default is 20.';
+        WHEN 'job.invalid_timeout' THEN
+            v_detail := format('%stimeout_seconds %s is not a positive integer', v_where,
+                left((elem -> 'timeout_seconds')::text, 100));
+            v_hint := 'Pass a positive number of seconds, or leave it out for no timeout.';
+        WHEN 'job.invalid_schedule' THEN
+            v_detail := format('%srun_at %s, delay %s', v_where,
+                left(coalesce(elem -> 'run_at', 'null'::jsonb)::text, 100),
+                left(coalesce(elem -> 'delay', 'null'::jsonb)::text, 100));
+            v_hint := 'Give run_at (a finite timestamp) or delay (0 s to 100 years), not both.';
+        WHEN 'job.invalid_idempotency_key' THEN
+            v_detail := format('%sidempotency_key %s is not a string of 1..256 characters', v_where,
+                left((elem -> 'idempotency_key')::text, 300));
+            v_hint := 'Pass a non-empty string of at most 256 characters, or leave it out.';
+        WHEN 'job.invalid_organization' THEN
+            v_detail := format('%sorganization_id %s is not a usable uuid', v_where,
+                left((elem -> 'organization_id')::text, 100));
+            v_hint := 'Pass the organization''s uuid (not the nil uuid), or leave it out.';
+        ELSE
+            v_detail := format('%sinvalid request', v_where);
+            v_hint := NULL;
+    END CASE;
+    RAISE EXCEPTION USING MESSAGE = code, ERRCODE = 'RQ003', DETAIL = v_detail, HINT = v_hint;
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._enqueue_raise_invalid(text, jsonb, integer) FROM public;
+
+COMMENT ON FUNCTION pgrun._enqueue_raise_invalid(text, jsonb, integer) IS
+'Private: raises enqueue input error code (RQ003) for one request element, DETAIL naming it.';

@@ -1,0 +1,53 @@
+-- Each enqueue call wakes each queue that got a ready job exactly once, through one helper and
+-- never a trigger. (NOTIFY is delivered at commit, so here the private helper is swapped for a
+-- recorder; the lead's pytest proves delivery to a LISTENing session.)
+BEGIN;
+SELECT plan(6);
+
+-- TEST: one place notifies, on channel pgrun_jobs, and no trigger does
+SELECT is(
+    (SELECT string_agg(p.proname, ', ') FROM pg_proc AS p
+     WHERE p.pronamespace = 'pgrun'::regnamespace AND p.prosrc ~ 'pg_notify'),
+    '_notify_queues',
+    'pgrun._notify_queues is the only pgrun function calling pg_notify'
+);
+SELECT ok(
+    (SELECT prosrc ~ $re$pg_notify\('pgrun_jobs', q\.queue\)$re$ FROM pg_proc WHERE oid = 'pgrun._notify_queues(text[])'::regprocedure)
+    AND NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = 'pgrun.jobs'::regclass AND NOT tgisinternal),
+    'it sends the queue name on channel pgrun_jobs, and pgrun.jobs has no trigger'
+);
+
+-- SETUP
+SELECT pgrun_test.freeze_time('2030-01-01 00:00:00+00');
+SELECT pgrun_test.record_notifications();
+
+-- TEST: a batch over several queues
+SELECT count(*) FROM pgrun.enqueue_jobs($$[
+    {"job_type": "a", "queue": "mail"}, {"job_type": "b", "queue": "mail"}, {"job_type": "c", "queue": "bulk"},
+    {"job_type": "d", "queue": "mail"}, {"job_type": "e", "queue": "later", "delay": 60},
+    {"job_type": "f", "queue": "bulk"}
+]$$);
+SELECT results_eq(
+    'SELECT queues FROM notify_calls ORDER BY call_no',
+    $$VALUES (ARRAY['bulk', 'mail'])$$,
+    'one notify call for the statement, one entry per queue with ready jobs, the delayed queue left out'
+);
+SELECT is(
+    (SELECT count(*) FROM pgrun.jobs),
+    6::bigint,
+    'all six jobs were enqueued'
+);
+
+-- TEST: a single ready job
+TRUNCATE notify_calls;
+SELECT pgrun.enqueue_job('a', queue => 'mail', idempotency_key => 'k');
+SELECT results_eq('SELECT queues FROM notify_calls', $$VALUES (ARRAY['mail'])$$, 'enqueue_job wakes its queue');
+
+-- TEST: nothing ready, nothing to wake
+TRUNCATE notify_calls;
+SELECT pgrun.enqueue_job('a', queue => 'mail', delay => interval '1 hour');
+SELECT pgrun.enqueue_job('a', queue => 'mail', idempotency_key => 'k');
+SELECT is_empty('SELECT * FROM notify_calls', 'a delayed job and a keyed retry notify nobody');
+
+SELECT * FROM finish();
+ROLLBACK;
