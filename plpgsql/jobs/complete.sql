@@ -27,7 +27,12 @@ RETURNS TABLE (job_id uuid, outcome text, lost_reason text)
 LANGUAGE plpgsql
 VOLATILE
 SET search_path = ''
+-- Plan stability: every join here is a lookup by primary key, whatever the batch size and
+-- however stale the statistics; never a scan of all running jobs.
 SET enable_seqscan = off
+SET enable_bitmapscan = off
+SET enable_hashjoin = off
+SET enable_mergejoin = off
 SET jit = off
 AS $$
 DECLARE
@@ -45,7 +50,7 @@ BEGIN
     ),
 
     owned AS MATERIALIZED (
-        SELECT j.id, j.total_attempts, j.worker_id, j.cancel_requested_at, j.cancel_reason, i.result
+        SELECT j.id, j.total_attempts, j.worker_id, j.cancel_requested_at, j.cancel_reason, i.result, i.ord
         FROM input AS i
         JOIN pgrun.jobs AS j ON j.id = i.id
         WHERE j.lease_token = i.token
@@ -66,7 +71,7 @@ BEGIN
             updated_at = v_now
         FROM owned AS o
         WHERE j.id = o.id
-        RETURNING j.id, j.status, o.total_attempts, o.worker_id, o.cancel_reason
+        RETURNING j.id, j.status, o.total_attempts, o.worker_id, o.cancel_reason, o.ord
     ),
 
     attempts AS (
@@ -86,13 +91,18 @@ BEGIN
         FROM finished AS f
     )
 
-    SELECT
-        i.id,
-        coalesce(f.status, 'lease_lost'),
-        CASE WHEN f.id IS NULL THEN pgrun._lease_lost_reason(i.id, i.token, v_now) END
-    FROM input AS i
-    LEFT JOIN finished AS f ON f.id = i.id
-    ORDER BY i.ord;
+    -- No CTE-to-CTE join (their row estimates are guesses, and a nested loop over two
+    -- CTEs is quadratic): finished rows come from the UPDATE, lost ones via a hashed NOT IN.
+    SELECT u.id, u.outcome, u.lost_reason
+    FROM (
+        SELECT f.id, f.status AS outcome, NULL::text AS lost_reason, f.ord
+        FROM finished AS f
+        UNION ALL
+        SELECT i.id, 'lease_lost', pgrun._lease_lost_reason(i.id, i.token, v_now), i.ord
+        FROM input AS i
+        WHERE i.id NOT IN (SELECT f.id FROM finished AS f)
+    ) AS u
+    ORDER BY u.ord;
 END;
 $$;
 

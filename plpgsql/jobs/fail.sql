@@ -39,7 +39,12 @@ RETURNS TABLE (job_id uuid, outcome text, run_at timestamptz, lost_reason text)
 LANGUAGE plpgsql
 VOLATILE
 SET search_path = ''
+-- Plan stability: every join here is a lookup by primary key, whatever the batch size and
+-- however stale the statistics; never a scan of all running jobs.
 SET enable_seqscan = off
+SET enable_bitmapscan = off
+SET enable_hashjoin = off
+SET enable_mergejoin = off
 SET jit = off
 AS $$
 DECLARE
@@ -79,7 +84,7 @@ BEGIN
             j.id, j.job_type, j.queue, j.attempt, j.total_attempts, j.max_attempts,
             j.backoff_base_seconds, j.backoff_max_seconds, j.backoff_jitter,
             j.worker_id, j.cancel_requested_at, j.cancel_reason,
-            i.error_code, i.message, i.retryable, i.retry_delay
+            i.error_code, i.message, i.retryable, i.retry_delay, i.ord
         FROM input AS i
         JOIN pgrun.jobs AS j ON j.id = i.id
         WHERE j.lease_token = i.token
@@ -119,7 +124,7 @@ BEGIN
             updated_at = v_now
         FROM decided AS d
         WHERE j.id = d.id
-        RETURNING j.id
+        RETURNING j.id, d.new_status, d.retry_at, d.ord
     ),
 
     attempts AS (
@@ -164,20 +169,23 @@ BEGIN
         WHERE d.new_status = 'dead'
     )
 
-    SELECT
-        i.id,
-        CASE d.new_status
-            WHEN 'queued' THEN 'retry_scheduled'
-            WHEN 'dead' THEN 'dead'
-            WHEN 'cancelled' THEN 'cancelled'
-            ELSE 'lease_lost'
-        END,
-        CASE WHEN d.new_status = 'queued' THEN d.retry_at END,
-        CASE WHEN f.id IS NULL THEN pgrun._lease_lost_reason(i.id, i.token, v_now) END
-    FROM input AS i
-    LEFT JOIN failed AS f ON f.id = i.id
-    LEFT JOIN decided AS d ON d.id = f.id
-    ORDER BY i.ord;
+    -- No CTE-to-CTE join (their row estimates are guesses, and a nested loop over two
+    -- CTEs is quadratic): handled rows come from the UPDATE, lost ones via a hashed NOT IN.
+    SELECT u.id, u.outcome, u.run_at, u.lost_reason
+    FROM (
+        SELECT
+            f.id,
+            CASE f.new_status WHEN 'queued' THEN 'retry_scheduled' ELSE f.new_status END AS outcome,
+            CASE WHEN f.new_status = 'queued' THEN f.retry_at END AS run_at,
+            NULL::text AS lost_reason,
+            f.ord
+        FROM failed AS f
+        UNION ALL
+        SELECT i.id, 'lease_lost', NULL, pgrun._lease_lost_reason(i.id, i.token, v_now), i.ord
+        FROM input AS i
+        WHERE i.id NOT IN (SELECT f.id FROM failed AS f)
+    ) AS u
+    ORDER BY u.ord;
 END;
 $$;
 

@@ -40,7 +40,12 @@ RETURNS TABLE (
 LANGUAGE plpgsql
 VOLATILE
 SET search_path = ''
+-- Plan stability: every join here is a lookup by primary key, whatever the batch size and
+-- however stale the statistics; never a scan of all running jobs.
 SET enable_seqscan = off
+SET enable_bitmapscan = off
+SET enable_hashjoin = off
+SET enable_mergejoin = off
 SET jit = off
 AS $$
 DECLARE
@@ -56,7 +61,7 @@ BEGIN
     ),
 
     owned AS MATERIALIZED (
-        SELECT j.id
+        SELECT j.id, i.ord
         FROM input AS i
         JOIN pgrun.jobs AS j ON j.id = i.id
         WHERE j.lease_token = i.token
@@ -73,13 +78,21 @@ BEGIN
             heartbeat_at = v_now
         FROM owned AS o
         WHERE j.id = o.id
-        RETURNING j.id, j.lease_expires_at, j.cancel_requested_at IS NOT NULL AS cancel_requested
+        RETURNING j.id, j.lease_expires_at, j.cancel_requested_at IS NOT NULL AS cancel_requested, o.ord
     )
 
-    SELECT i.id, r.id IS NOT NULL, r.lease_expires_at, coalesce(r.cancel_requested, false)
-    FROM input AS i
-    LEFT JOIN renewal AS r ON r.id = i.id
-    ORDER BY i.ord;
+    -- No CTE-to-CTE join (their row estimates are guesses, and a nested loop over two
+    -- CTEs is quadratic): renewed rows come from the UPDATE, lost ones via a hashed NOT IN.
+    SELECT u.id, u.renewed, u.lease_expires_at, u.cancel_requested
+    FROM (
+        SELECT r.id, true AS renewed, r.lease_expires_at, r.cancel_requested, r.ord
+        FROM renewal AS r
+        UNION ALL
+        SELECT i.id, false, NULL, false, i.ord
+        FROM input AS i
+        WHERE i.id NOT IN (SELECT r.id FROM renewal AS r)
+    ) AS u
+    ORDER BY u.ord;
 END;
 $$;
 
