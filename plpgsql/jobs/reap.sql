@@ -1,0 +1,166 @@
+-- reap_expired_leases: recover running jobs whose worker stopped renewing its lease.
+--
+-- A running job with lease_expires_at <= pgrun.now() has lost its worker (crash, network
+-- partition, a stop without a final write). Up to max_jobs of them, longest expired
+-- first, are taken and their attempt ends with outcome 'lease_expired' (error code
+-- 'lease_expired'). pgrun._retry_decision (the same rule as fail_job) decides the rest:
+--   * attempts left -> 'queued' again after the backoff (or retry_delay when given),
+--     event 'lease_expired';
+--   * attempt >= max_attempts -> 'dead', a job_dead_letters row with reason
+--     'lease_expired', event 'dead';
+--   * a cancel was requested -> 'cancelled', event 'cancelled' (the worker never came
+--     back to honour it).
+-- One statement with data-modifying CTEs. The worker that held the lease finds out at its
+-- next write (job.lease_lost), since the lease token is gone.
+--
+-- Locks: the chosen job rows in id order, FOR UPDATE SKIP LOCKED (a job a worker or
+-- another reaper is writing right now is left for the next pass; the reaper never waits),
+-- then their attempt rows. Candidates come from jobs_lease_idx in expiry order, so the
+-- cost follows the number of expired leases, not the size of the table.
+--
+-- Errors: job.invalid_max_jobs (outside 1..10000), job.invalid_delay (negative
+-- retry_delay) (RQ003).
+
+CREATE OR REPLACE FUNCTION pgrun.reap_expired_leases(
+    max_jobs integer DEFAULT 1000,
+    retry_delay interval DEFAULT NULL
+)
+RETURNS TABLE (job_id uuid, outcome text, run_at timestamptz)
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = ''
+-- Plan stability: candidates come from the partial index in its order, every other join
+-- is a lookup by key, whatever the statistics say.
+SET enable_seqscan = off
+SET enable_bitmapscan = off
+SET enable_hashjoin = off
+SET enable_mergejoin = off
+SET jit = off
+AS $$
+DECLARE
+    v_now timestamptz := pgrun.now();
+BEGIN
+    IF reap_expired_leases.max_jobs IS NULL OR reap_expired_leases.max_jobs NOT BETWEEN 1 AND 10000 THEN
+        RAISE EXCEPTION 'job.invalid_max_jobs' USING
+            ERRCODE = 'RQ003',
+            DETAIL = format(
+                'max_jobs %s is outside 1..10000', coalesce(reap_expired_leases.max_jobs::text, 'NULL')
+            ),
+            HINT = 'Reap in bounded batches and call again while a batch comes back full.';
+    END IF;
+    IF reap_expired_leases.retry_delay < interval '0' THEN
+        RAISE EXCEPTION 'job.invalid_delay' USING
+            ERRCODE = 'RQ003',
+            DETAIL = format('retry_delay %s is negative', reap_expired_leases.retry_delay),
+            HINT = 'Pass a retry_delay >= 0, or NULL for each job''s backoff policy.';
+    END IF;
+
+    RETURN QUERY
+    WITH expired AS MATERIALIZED (
+        SELECT
+            j.id, j.job_type, j.queue, j.attempt, j.total_attempts, j.max_attempts,
+            j.backoff_base_seconds, j.backoff_max_seconds, j.backoff_jitter,
+            j.worker_id, j.lease_expires_at, j.cancel_requested_at, j.cancel_reason
+        FROM pgrun.jobs AS j
+        WHERE j.id IN (
+            SELECT x.id
+            FROM pgrun.jobs AS x
+            WHERE x.status = 'running' AND x.lease_expires_at <= v_now
+            ORDER BY x.lease_expires_at
+            LIMIT reap_expired_leases.max_jobs
+        )
+          AND j.status = 'running'
+          AND j.lease_expires_at <= v_now
+        ORDER BY j.id
+        FOR UPDATE OF j SKIP LOCKED
+    ),
+
+    decided AS MATERIALIZED (
+        SELECT
+            e.*,
+            CASE
+                WHEN e.cancel_requested_at IS NOT NULL THEN 'cancelled'
+                WHEN d.retry_at IS NOT NULL THEN 'queued'
+                ELSE 'dead'
+            END AS new_status,
+            d.retry_at,
+            d.dead_reason,
+            format('the lease of worker %s expired at %s', e.worker_id, e.lease_expires_at) AS message
+        FROM expired AS e
+        CROSS JOIN LATERAL pgrun._retry_decision(
+            e.attempt, e.max_attempts, true, e.backoff_base_seconds, e.backoff_max_seconds,
+            e.backoff_jitter, reap_expired_leases.retry_delay, v_now, 'lease_expired'
+        ) AS d
+    ),
+
+    reaped AS (
+        UPDATE pgrun.jobs AS j
+        SET status = d.new_status,
+            run_at = CASE WHEN d.new_status = 'queued' THEN d.retry_at ELSE j.run_at END,
+            error_code = CASE WHEN d.new_status = 'cancelled' THEN j.error_code ELSE 'lease_expired' END,
+            error_message = CASE WHEN d.new_status = 'cancelled' THEN j.error_message ELSE d.message END,
+            worker_id = NULL,
+            lease_token = NULL,
+            lease_expires_at = NULL,
+            finished_at = CASE WHEN d.new_status = 'queued' THEN NULL ELSE v_now END,
+            updated_at = v_now
+        FROM decided AS d
+        WHERE j.id = d.id
+        RETURNING j.id, d.new_status, d.retry_at
+    ),
+
+    attempts AS (
+        UPDATE pgrun.job_attempts AS a
+        SET finished_at = v_now,
+            outcome = 'lease_expired',
+            error_code = 'lease_expired',
+            error_message = d.message
+        FROM decided AS d
+        WHERE a.job_id = d.id AND a.attempt = d.total_attempts
+    ),
+
+    events AS (
+        INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, worker_id, detail, created_at)
+        SELECT
+            d.id,
+            CASE d.new_status WHEN 'queued' THEN 'lease_expired' ELSE d.new_status END,
+            'running',
+            d.new_status,
+            d.total_attempts,
+            d.worker_id,
+            CASE d.new_status
+                WHEN 'queued' THEN jsonb_build_object('lease_expires_at', d.lease_expires_at, 'run_at', d.retry_at)
+                WHEN 'dead' THEN jsonb_build_object('lease_expires_at', d.lease_expires_at, 'reason', d.dead_reason)
+                ELSE jsonb_build_object('lease_expires_at', d.lease_expires_at, 'reason', d.cancel_reason)
+            END,
+            v_now
+        FROM decided AS d
+    ),
+
+    letters AS (
+        INSERT INTO pgrun.job_dead_letters (
+            job_id, job_type, queue, attempt, error_code, error_message, reason, died_at
+        )
+        SELECT d.id, d.job_type, d.queue, d.total_attempts, 'lease_expired', d.message, d.dead_reason, v_now
+        FROM decided AS d
+        WHERE d.new_status = 'dead'
+    )
+
+    SELECT
+        r.id,
+        CASE r.new_status WHEN 'queued' THEN 'lease_expired' ELSE r.new_status END,
+        CASE WHEN r.new_status = 'queued' THEN r.retry_at END
+    FROM reaped AS r
+    ORDER BY r.id;
+END;
+$$;
+
+COMMENT ON FUNCTION pgrun.reap_expired_leases(integer, interval) IS
+'Recover up to max_jobs (1..10000) running jobs whose lease expired, longest expired first, in one '
+'statement; jobs being written right now are skipped (SKIP LOCKED) and left for the next call. Each '
+'attempt ends with outcome lease_expired. With attempts left the job is queued again after its backoff '
+'(or retry_delay when given; event lease_expired); with none left it is dead with a job_dead_letters '
+'row, reason lease_expired (event dead); a job with a pending cancel request ends cancelled. Returns one '
+'row per reaped job: outcome lease_expired (retried), dead or cancelled, and run_at for a retry. Call '
+'again while it returns max_jobs rows. '
+'Errors: job.invalid_max_jobs, job.invalid_delay (RQ003).';
