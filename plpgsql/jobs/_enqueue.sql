@@ -13,6 +13,7 @@ RETURNS TABLE (bad_ordinality integer, bad_code text)
 LANGUAGE plpgsql
 STABLE
 SET search_path = ''
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     c_max_payload_bytes CONSTANT integer := 1048576;          -- 1 MiB of jsonb
@@ -132,6 +133,7 @@ CREATE OR REPLACE FUNCTION pgrun._enqueue_check(
 LANGUAGE plpgsql
 STABLE
 SET search_path = ''
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_elem jsonb;
@@ -178,12 +180,15 @@ COMMENT ON FUNCTION pgrun._enqueue_check(jsonb) IS
 -- Wakes idle workers: one pg_notify per distinct queue, in name order.
 CREATE OR REPLACE FUNCTION pgrun._notify_queues(queues text[])
 RETURNS void
-LANGUAGE sql
+LANGUAGE plpgsql
 VOLATILE
 SET search_path = ''
 AS $$
-    SELECT count(pg_catalog.pg_notify('pgrun_jobs', q.queue))
-    FROM (SELECT DISTINCT u.queue FROM unnest(_notify_queues.queues) AS u (queue) ORDER BY u.queue) AS q
+BEGIN
+    -- plpgsql, not sql: a sql function is parsed and planned again on every call
+    PERFORM pg_catalog.pg_notify('pgrun_jobs', q.queue)
+    FROM (SELECT DISTINCT u.queue FROM unnest(_notify_queues.queues) AS u (queue) ORDER BY u.queue) AS q;
+END;
 $$;
 
 REVOKE EXECUTE ON FUNCTION pgrun._notify_queues(text[]) FROM public;

@@ -20,6 +20,7 @@ RETURNS SETOF uuid
 LANGUAGE plpgsql
 VOLATILE
 SET search_path = ''
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_clock timestamptz := clock_timestamp();
