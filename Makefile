@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 WITH_DB = if [ -n "$$DATABASE_URL" ]; then $(1); else $(PGRUN) dev -- $(1); fi
 
 .PHONY: help test suites lint lint-static lint-plpgsql pgtap pytest dev migrate check-schema \
-        sql-bundle bench sysdeps venv clean
+        sql-bundle bench docs sysdeps venv clean
 
 help:
 	@echo "make test        everything from a fresh clone: install, lint, pgTAP, pytest"
@@ -19,6 +19,7 @@ help:
 	@echo "make migrate     apply the schema to DATABASE_URL"
 	@echo "make lint        sqlfluff, plpgsql_check, ruff, mypy --strict"
 	@echo "make bench       benchmarks; writes bench/results/*.json (see docs/performance.md)"
+	@echo "make docs        regenerate docs/sql-api.md from the catalog"
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -51,6 +52,9 @@ lint-plpgsql: venv sysdeps
 
 pgtap: venv sysdeps
 	@$(call WITH_DB,$(PY) scripts/run_pgtap.py $(T))
+
+docs: venv sysdeps
+	@$(call WITH_DB,$(PY) scripts/gen_sql_api.py)
 
 pytest: venv sysdeps
 	@$(call WITH_DB,$(PY) -m pytest -q)
