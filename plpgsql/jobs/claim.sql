@@ -66,6 +66,7 @@ SET search_path = ''
 SET enable_seqscan = off
 SET enable_bitmapscan = off
 SET jit = off
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_now timestamptz := pgrun.now();

@@ -34,6 +34,7 @@ SET enable_bitmapscan = off
 SET enable_hashjoin = off
 SET enable_mergejoin = off
 SET jit = off
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_now timestamptz := pgrun.now();
@@ -54,7 +55,6 @@ BEGIN
         FROM input AS i
         JOIN pgrun.jobs AS j ON j.id = i.id
         WHERE j.lease_token = i.token
-          AND j.status = 'running'
           AND j.lease_expires_at > v_now
         ORDER BY j.id
         FOR UPDATE OF j

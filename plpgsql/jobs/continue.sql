@@ -61,7 +61,6 @@ BEGIN
         FROM pgrun.jobs AS j
         WHERE j.id = continue_job.job_id
           AND j.lease_token = continue_job.lease_token
-          AND j.status = 'running'
           AND j.lease_expires_at > v_now
         FOR UPDATE OF j
     ),

@@ -47,6 +47,7 @@ SET enable_bitmapscan = off
 SET enable_hashjoin = off
 SET enable_mergejoin = off
 SET jit = off
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_now timestamptz := pgrun.now();
@@ -66,7 +67,6 @@ BEGIN
         JOIN pgrun.jobs AS j ON j.id = i.id
         WHERE j.lease_token = i.token
           AND j.worker_id = heartbeat_jobs.worker_id
-          AND j.status = 'running'
           AND j.lease_expires_at > v_now
         ORDER BY j.id
         FOR UPDATE OF j
@@ -143,7 +143,6 @@ BEGIN
         updated_at = v_now
     WHERE j.id = report_progress.job_id
       AND j.lease_token = report_progress.lease_token
-      AND j.status = 'running'
       AND j.lease_expires_at > v_now
     RETURNING j.cancel_requested_at IS NOT NULL INTO v_cancel_requested;
 
@@ -204,7 +203,6 @@ BEGIN
     FROM pgrun.jobs AS j
     WHERE j.id = append_job_log.job_id
       AND j.lease_token = append_job_log.lease_token
-      AND j.status = 'running'
       AND j.lease_expires_at > v_now
     FOR SHARE OF j
     RETURNING job_logs.id INTO v_log_id;

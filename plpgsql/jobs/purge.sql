@@ -31,6 +31,7 @@ SET enable_bitmapscan = off
 SET enable_hashjoin = off
 SET enable_mergejoin = off
 SET jit = off
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_cutoff timestamptz;

@@ -36,6 +36,7 @@ SET enable_bitmapscan = off
 SET enable_hashjoin = off
 SET enable_mergejoin = off
 SET jit = off
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_now timestamptz := pgrun.now();
