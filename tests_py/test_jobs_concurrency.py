@@ -1,0 +1,217 @@
+"""Job transitions that need several real sessions: claim races, caps, keyed enqueue races, NOTIFY.
+
+Each test gets its own migrated database (the `db` fixture) and commits for real.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg.types.json import Jsonb
+
+
+def connect(dsn: str) -> psycopg.Connection[tuple[Any, ...]]:
+    return psycopg.connect(dsn, autocommit=True)
+
+
+def bulk_enqueue(dsn: str, count: int, job_type: str = "bench.noop", queue: str | None = None) -> None:
+    jobs = [
+        {"job_type": job_type, "payload": {"n": i}} | ({"queue": queue} if queue else {})
+        for i in range(count)
+    ]
+    with connect(dsn) as conn:
+        for start in range(0, count, 5000):
+            conn.execute("SELECT count(*) FROM pgrun.enqueue_jobs(%s)", (Jsonb(jobs[start : start + 5000]),))
+
+
+def run_threads(count: int, target: Callable[[int], None]) -> None:
+    errors: list[BaseException] = []
+
+    def wrapped(i: int) -> None:
+        try:
+            target(i)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=wrapped, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert not any(t.is_alive() for t in threads), "a claimer hung"
+    if errors:
+        raise errors[0]
+
+
+def wait_until_blocked(conn: psycopg.Connection[tuple[Any, ...]], pid: int, timeout: float = 10.0) -> None:
+    """Return once backend `pid` waits on a lock (seen in pg_stat_activity)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        row = conn.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()
+        if row and row[0] == "Lock":
+            return
+        time.sleep(0.01)
+    pytest.fail(f"backend {pid} never waited on a lock")
+
+
+def test_eight_claimers_over_ten_thousand_jobs_claim_every_job_exactly_once(db: str) -> None:
+    bulk_enqueue(db, 10_000)
+    claimed: list[list[str]] = [[] for _ in range(8)]
+
+    def claimer(i: int) -> None:
+        with connect(db) as conn:
+            while True:
+                rows = conn.execute(
+                    "SELECT job_id, lease_token FROM pgrun.claim_jobs("
+                    "worker_id => %s, lease_seconds => 60, max_jobs => 50)",
+                    (f"worker-{i}",),
+                ).fetchall()
+                if not rows:
+                    return
+                ids = [r[0] for r in rows]
+                claimed[i].extend(str(x) for x in ids)
+                conn.execute(
+                    "SELECT count(*) FROM pgrun.complete_jobs(job_ids => %s, lease_tokens => %s)",
+                    (ids, [r[1] for r in rows]),
+                )
+
+    run_threads(8, claimer)
+
+    everything = [job for part in claimed for job in part]
+    duplicates = [job for job, n in Counter(everything).items() if n > 1]
+    assert duplicates == []
+    assert len(everything) == 10_000
+    assert sum(1 for part in claimed if part) >= 2, "the claimers did not actually run side by side"
+    with connect(db) as conn:
+        row = conn.execute(
+            "SELECT count(*) FILTER (WHERE status = 'succeeded'), count(*) FILTER (WHERE attempt <> 1), "
+            "(SELECT count(*) FROM pgrun.job_attempts) FROM pgrun.jobs"
+        ).fetchone()
+    assert row == (10_000, 0, 10_000)
+
+
+def test_a_per_type_concurrency_cap_is_never_exceeded_by_eight_claimers(db: str) -> None:
+    cap = 3
+    with connect(db) as conn:
+        conn.execute(
+            "SELECT pgrun.set_job_runtime_config(job_type => 'capped.work', max_concurrency => %s)", (cap,)
+        )
+    bulk_enqueue(db, 120, job_type="capped.work")
+    bulk_enqueue(db, 120, job_type="free.work")
+    stop = threading.Event()
+    observed: list[int] = []
+
+    def monitor() -> None:
+        with connect(db) as conn:
+            while not stop.is_set():
+                row = conn.execute(
+                    "SELECT count(*) FROM pgrun.jobs WHERE job_type = 'capped.work' AND status = 'running'"
+                ).fetchone()
+                observed.append(int(row[0]) if row else 0)
+
+    watcher = threading.Thread(target=monitor)
+    watcher.start()
+
+    def claimer(i: int) -> None:
+        with connect(db) as conn:
+            idle = 0
+            while idle < 20:
+                rows = conn.execute(
+                    "SELECT job_id, lease_token, job_type FROM pgrun.claim_jobs("
+                    "worker_id => %s, lease_seconds => 60, max_jobs => 4)",
+                    (f"worker-{i}",),
+                ).fetchall()
+                if not rows:
+                    idle += 1
+                    time.sleep(0.005)
+                    continue
+                idle = 0
+                time.sleep(0.003)  # hold the jobs for a moment, like a handler would
+                conn.execute(
+                    "SELECT count(*) FROM pgrun.complete_jobs(job_ids => %s, lease_tokens => %s)",
+                    ([r[0] for r in rows], [r[1] for r in rows]),
+                )
+
+    try:
+        run_threads(8, claimer)
+    finally:
+        stop.set()
+        watcher.join()
+
+    assert observed, "the monitor never sampled"
+    assert max(observed) <= cap
+    assert max(observed) == cap, "the cap was never reached, so the test proved nothing"
+    with connect(db) as conn:
+        row = conn.execute("SELECT count(*) FROM pgrun.jobs WHERE status = 'succeeded'").fetchone()
+    assert row == (240,)
+
+
+def test_two_sessions_racing_the_same_keyed_enqueue_get_one_job(db: str) -> None:
+    call = (
+        "SELECT job_id, created FROM pgrun.enqueue_job(job_type => 'mail.send', "
+        "payload => '{\"to\": \"a@example.com\"}', idempotency_key => 'k-1')"
+    )
+    with connect(db) as first, connect(db) as second, connect(db) as observer:
+        first.execute("BEGIN")
+        first_row = first.execute(call).fetchone()
+        result: dict[str, Any] = {}
+
+        def racer() -> None:
+            result["row"] = second.execute(call).fetchone()
+
+        thread = threading.Thread(target=racer)
+        thread.start()
+        wait_until_blocked(observer, second.info.backend_pid)
+        first.execute("COMMIT")
+        thread.join(10)
+        assert not thread.is_alive()
+
+        assert first_row is not None and first_row[1] is True
+        assert result["row"] == (first_row[0], False)
+        row = observer.execute("SELECT count(*) FROM pgrun.jobs WHERE idempotency_key = 'k-1'").fetchone()
+        assert row == (1,)
+
+
+def test_a_racing_keyed_enqueue_with_a_different_request_conflicts(db: str) -> None:
+    with connect(db) as first, connect(db) as second:
+        first.execute("BEGIN")
+        first.execute(
+            "SELECT * FROM pgrun.enqueue_job(job_type => 'mail.send', payload => '{\"to\": 1}', "
+            "idempotency_key => 'k')"
+        )
+        errors: list[psycopg.Error] = []
+
+        def racer() -> None:
+            try:
+                second.execute(
+                    "SELECT * FROM pgrun.enqueue_job(job_type => 'mail.send', payload => '{\"to\": 2}', "
+                    "idempotency_key => 'k')"
+                )
+            except psycopg.Error as exc:
+                errors.append(exc)
+
+        thread = threading.Thread(target=racer)
+        thread.start()
+        time.sleep(0.2)
+        first.execute("COMMIT")
+        thread.join(10)
+        assert len(errors) == 1
+        assert errors[0].sqlstate == "RQ001"
+        assert errors[0].diag.message_primary == "job.enqueue_conflicting_retry"
+
+
+def test_bulk_enqueue_notifies_once_per_queue_per_statement(db: str) -> None:
+    with connect(db) as listener, connect(db) as producer:
+        listener.execute("LISTEN pgrun_jobs")
+        jobs = [{"job_type": "a.job", "queue": "alpha"} for _ in range(50)]
+        jobs += [{"job_type": "b.job", "queue": "beta"} for _ in range(50)]
+        producer.execute("SELECT count(*) FROM pgrun.enqueue_jobs(%s)", (Jsonb(jobs),))
+        producer.execute("SELECT * FROM pgrun.enqueue_job(job_type => 'c.job', queue => 'alpha')")
+        payloads = [n.payload for n in listener.notifies(timeout=1.0)]
+    assert sorted(payloads) == ["alpha", "alpha", "beta"]
