@@ -62,7 +62,6 @@ SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     c_max_batch CONSTANT integer := 100000;
-    c_no_org CONSTANT uuid := '00000000-0000-0000-0000-000000000000'::uuid;
     v_now timestamptz := pgrun.now();
     v_count integer;
     v_bad_ord integer;
@@ -236,10 +235,16 @@ BEGIN
         FROM jsonb_to_recordset(v_pending) AS p (
             ordinality integer, job_type text, organization_id uuid, idempotency_key text, request jsonb
         )
-        LEFT JOIN pgrun.jobs AS x
-            ON x.job_type = p.job_type
-            AND coalesce(x.organization_id, c_no_org) = coalesce(p.organization_id, c_no_org)
-            AND x.idempotency_key = p.idempotency_key
+        -- LIMIT keeps this a per-element probe of jobs_idempotency_idx, never a join over jobs
+        LEFT JOIN LATERAL (
+            SELECT h.id, h.enqueue_request
+            FROM pgrun.jobs AS h
+            WHERE h.job_type = p.job_type
+                AND coalesce(h.organization_id, '00000000-0000-0000-0000-000000000000'::uuid)
+                = coalesce(p.organization_id, '00000000-0000-0000-0000-000000000000'::uuid)
+                AND h.idempotency_key = p.idempotency_key
+            LIMIT 1
+        ) AS x ON TRUE
         WHERE x.id IS NULL OR x.enqueue_request IS DISTINCT FROM p.request
         ORDER BY p.ordinality
         LIMIT 1;
@@ -277,21 +282,36 @@ BEGIN
         PERFORM pgrun._notify_queues(v_queues);
     END IF;
 
+    IF v_pending IS NULL THEN
+        RETURN QUERY
+        SELECT u.ord::integer, u.id, TRUE, 'queued'::text, u.run_at
+        FROM unnest(v_ids, v_run_ats) WITH ORDINALITY AS u (id, run_at, ord)
+        ORDER BY u.ord;
+        RETURN;
+    END IF;
     RETURN QUERY
     SELECT
         u.ord::integer,
-        CASE WHEN p.ordinality IS NULL THEN u.id ELSE x.id END,
-        p.ordinality IS NULL,
-        CASE WHEN p.ordinality IS NULL THEN 'queued' ELSE x.status END,
-        CASE WHEN p.ordinality IS NULL THEN u.run_at ELSE x.run_at END
+        coalesce(e.id, u.id),
+        e.ordinality IS NULL,
+        coalesce(e.status, 'queued'),
+        coalesce(e.run_at, u.run_at)
     FROM unnest(v_ids, v_run_ats) WITH ORDINALITY AS u (id, run_at, ord)
-    LEFT JOIN jsonb_to_recordset(v_pending) AS p (
-        ordinality integer, job_type text, organization_id uuid, idempotency_key text
-    ) ON p.ordinality = u.ord
-    LEFT JOIN pgrun.jobs AS x
-        ON x.job_type = p.job_type
-        AND coalesce(x.organization_id, c_no_org) = coalesce(p.organization_id, c_no_org)
-        AND x.idempotency_key = p.idempotency_key
+    LEFT JOIN (
+        SELECT p.ordinality, x.id, x.status, x.run_at
+        FROM jsonb_to_recordset(v_pending) AS p (
+            ordinality integer, job_type text, organization_id uuid, idempotency_key text
+        )
+        CROSS JOIN LATERAL (
+            SELECT h.id, h.status, h.run_at
+            FROM pgrun.jobs AS h
+            WHERE h.job_type = p.job_type
+                AND coalesce(h.organization_id, '00000000-0000-0000-0000-000000000000'::uuid)
+                = coalesce(p.organization_id, '00000000-0000-0000-0000-000000000000'::uuid)
+                AND h.idempotency_key = p.idempotency_key
+            LIMIT 1
+        ) AS x
+    ) AS e ON e.ordinality = u.ord
     ORDER BY u.ord;
 END;
 $$;
