@@ -25,7 +25,7 @@ LANGUAGE plpgsql
 VOLATILE
 SET search_path = ''
 -- Plan stability: candidates come from the partial index in its order, every other join
--- is a lookup by key, whatever the statistics say.
+-- is a lookup by key, whatever the statistics say; the plan is built once per session.
 SET enable_seqscan = off
 SET enable_bitmapscan = off
 SET enable_hashjoin = off
