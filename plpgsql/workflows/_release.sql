@@ -1,0 +1,360 @@
+-- The release machinery every workflow transition shares.
+--
+-- * _workflow_release_steps(run_ids, step_keys): the given steps whose edges have all
+--   resolved (status blocked, dependency_count_pending 0) are released. An external step
+--   becomes waiting_for_external. Job steps become jobs in ONE set-based statement: the
+--   jobs rows (ids from pgrun._uuidv7_series, workflow_run_id and workflow_step_key set,
+--   organization_id from the run, the template's NULL fields from the job type's
+--   definition, else the built-in defaults queue 'default', priority 100, max_attempts
+--   20, backoff 2 s / 3600 s / 0.2), one 'enqueued' job_events row each, and the steps
+--   become released with their job_id; then pgrun._notify_queues wakes each queue once.
+--   The job's payload is the step's payload plus one key, "dependencies": an object
+--   with one member per prerequisite, keyed by its step key, {"status": <its status>,
+--   "output": <its output or null>} (docs/workflows.md). A root step gets {}.
+-- * _workflow_resolve(run_ids, step_keys): the given steps have just become terminal.
+--   Each of their unresolved outgoing edges resolves: the dependent's
+--   dependency_count_pending goes down by one per edge in a row-locked UPDATE ...
+--   RETURNING (so when two prerequisites finish at once exactly one transaction sees
+--   zero), and an on_success edge whose prerequisite did not succeed turns a blocked
+--   dependent into 'skipped'. Dependents that reached zero while blocked are released;
+--   dependents that were just skipped are terminal too, so the loop goes on with them
+--   (the skip cascades, one statement per level).
+-- * _workflow_recompute_runs(run_ids): a running run whose steps are all terminal
+--   becomes failed (some step failed, was skipped or cancelled) or succeeded.
+-- * _workflow_jobs_finished(job_ids): THE hook the job functions call, in their own
+--   transaction, after a job became succeeded, dead or cancelled. See its comment.
+--
+-- Locks: callers hold the run advisory lock (pgrun._workflow_lock_runs) and the
+-- workflow_runs rows; these helpers lock the step rows they change (run id, step key
+-- order). The hook takes both itself.
+--
+-- Errors: workflow.release_conflict (RQ001, from the hook's lock wait).
+
+CREATE OR REPLACE FUNCTION pgrun._workflow_release_steps(p_run_ids uuid[], p_step_keys text[])
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = ''
+AS $$
+DECLARE
+    v_now timestamptz := pgrun.now();
+    v_job_runs uuid[];
+    v_job_keys text[];
+    v_queues text[];
+BEGIN
+    -- Lock the candidates in key order; external ones start waiting, job ones are collected.
+    WITH candidates AS (
+        SELECT s.run_id, s.step_key, s.kind
+        FROM pgrun.workflow_steps AS s
+        JOIN unnest(p_run_ids, p_step_keys) AS k (run_id, step_key)
+            ON s.run_id = k.run_id AND s.step_key = k.step_key
+        WHERE s.status = 'blocked' AND s.dependency_count_pending = 0
+        ORDER BY s.run_id, s.step_key
+        FOR NO KEY UPDATE OF s
+    ),
+
+    waiting AS (
+        UPDATE pgrun.workflow_steps AS s
+        SET status = 'waiting_for_external',
+            released_at = v_now,
+            updated_at = v_now
+        FROM candidates AS c
+        WHERE s.run_id = c.run_id AND s.step_key = c.step_key AND c.kind = 'external'
+    )
+
+    SELECT
+        array_agg(c.run_id ORDER BY c.run_id, c.step_key),
+        array_agg(c.step_key ORDER BY c.run_id, c.step_key)
+    INTO v_job_runs, v_job_keys
+    FROM candidates AS c
+    WHERE c.kind = 'job';
+
+    IF v_job_runs IS NULL THEN
+        RETURN;
+    END IF;
+
+    WITH src AS (
+        SELECT
+            k.id,
+            s.run_id,
+            s.step_key,
+            s.job_type,
+            s.payload || jsonb_build_object('dependencies', coalesce(
+                (SELECT jsonb_object_agg(
+                    e.depends_on_key, jsonb_build_object('status', p.status, 'output', p.output)
+                )
+                FROM pgrun.workflow_step_dependencies AS e
+                JOIN pgrun.workflow_steps AS p ON p.run_id = e.run_id AND p.step_key = e.depends_on_key
+                WHERE e.run_id = s.run_id AND e.step_key = s.step_key),
+                '{}'::jsonb
+            )) AS payload,
+            s.queue,
+            s.priority,
+            s.max_attempts,
+            s.timeout_seconds,
+            r.organization_id
+        FROM ROWS FROM (
+            unnest(v_job_runs), unnest(v_job_keys), pgrun._uuidv7_series(cardinality(v_job_runs))
+        ) AS k (run_id, step_key, id)
+        JOIN pgrun.workflow_steps AS s ON s.run_id = k.run_id AND s.step_key = k.step_key
+        JOIN pgrun.workflow_runs AS r ON r.id = k.run_id
+    ),
+
+    ins AS (
+        INSERT INTO pgrun.jobs AS j (
+            id, job_type, queue, priority, status, payload, run_at, max_attempts, timeout_seconds,
+            backoff_base_seconds, backoff_max_seconds, backoff_jitter,
+            organization_id, workflow_run_id, workflow_step_key, created_at, updated_at
+        )
+        SELECT
+            q.id,
+            q.job_type,
+            coalesce(q.queue, d.queue, 'default'),
+            coalesce(q.priority, d.priority, 100),
+            'queued',
+            q.payload,
+            v_now,
+            coalesce(q.max_attempts, d.max_attempts, 20),
+            coalesce(q.timeout_seconds, d.timeout_seconds),
+            coalesce(d.backoff_base_seconds, 2),
+            coalesce(d.backoff_max_seconds, 3600),
+            coalesce(d.backoff_jitter, 0.2),
+            q.organization_id,
+            q.run_id,
+            q.step_key,
+            v_now,
+            v_now
+        FROM src AS q
+        LEFT JOIN pgrun.job_definitions AS d ON d.job_type = q.job_type
+        ORDER BY q.id
+        RETURNING j.id, j.queue, j.workflow_run_id, j.workflow_step_key
+    ),
+
+    events AS (
+        INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, detail, created_at)
+        SELECT
+            i.id, 'enqueued', NULL, 'queued', 0,
+            jsonb_build_object('workflow_run_id', i.workflow_run_id, 'workflow_step_key', i.workflow_step_key),
+            v_now
+        FROM ins AS i
+    ),
+
+    released AS (
+        UPDATE pgrun.workflow_steps AS s
+        SET status = 'released',
+            job_id = i.id,
+            released_at = v_now,
+            updated_at = v_now
+        FROM ins AS i
+        WHERE s.run_id = i.workflow_run_id AND s.step_key = i.workflow_step_key
+    )
+
+    SELECT array_agg(DISTINCT i.queue) INTO v_queues FROM ins AS i;
+
+    PERFORM pgrun._notify_queues(v_queues);
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._workflow_release_steps(uuid[], text[]) FROM public;
+
+COMMENT ON FUNCTION pgrun._workflow_release_steps(uuid[], text[]) IS
+'Private: release the given blocked steps whose counters are zero (jobs created set-based, externals waiting).';
+
+CREATE OR REPLACE FUNCTION pgrun._workflow_resolve(p_run_ids uuid[], p_step_keys text[])
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = ''
+AS $$
+DECLARE
+    v_now timestamptz := pgrun.now();
+    v_runs uuid[] := p_run_ids;
+    v_keys text[] := p_step_keys;
+    v_release_runs uuid[];
+    v_release_keys text[];
+BEGIN
+    WHILE coalesce(cardinality(v_keys), 0) > 0 LOOP
+        WITH done AS (
+            SELECT s.run_id, s.step_key, s.status
+            FROM unnest(v_runs, v_keys) AS k (run_id, step_key)
+            JOIN pgrun.workflow_steps AS s ON s.run_id = k.run_id AND s.step_key = k.step_key
+        ),
+
+        resolved AS (
+            UPDATE pgrun.workflow_step_dependencies AS e
+            SET resolved = true,
+                resolved_at = v_now
+            FROM done AS d
+            WHERE e.run_id = d.run_id AND e.depends_on_key = d.step_key AND NOT e.resolved
+            RETURNING e.run_id, e.step_key, (e.release_mode = 'on_success' AND d.status <> 'succeeded') AS skips
+        ),
+
+        per_step AS (
+            SELECT r.run_id, r.step_key, count(*)::integer AS n, bool_or(r.skips) AS skip
+            FROM resolved AS r
+            GROUP BY r.run_id, r.step_key
+        ),
+
+        locked AS (
+            SELECT s.run_id, s.step_key, s.status AS old_status
+            FROM pgrun.workflow_steps AS s
+            JOIN per_step AS p ON p.run_id = s.run_id AND p.step_key = s.step_key
+            ORDER BY s.run_id, s.step_key
+            FOR NO KEY UPDATE OF s
+        ),
+
+        counted AS (
+            UPDATE pgrun.workflow_steps AS s
+            SET dependency_count_pending = s.dependency_count_pending - p.n,
+                status = CASE WHEN p.skip AND l.old_status = 'blocked' THEN 'skipped' ELSE s.status END,
+                finished_at = CASE WHEN p.skip AND l.old_status = 'blocked' THEN v_now ELSE s.finished_at END,
+                updated_at = v_now
+            FROM per_step AS p, locked AS l
+            WHERE s.run_id = p.run_id AND s.step_key = p.step_key
+              AND l.run_id = p.run_id AND l.step_key = p.step_key
+            RETURNING s.run_id, s.step_key, s.status, s.dependency_count_pending, l.old_status
+        )
+
+        SELECT
+            array_agg(c.run_id) FILTER (WHERE c.status = 'skipped' AND c.old_status = 'blocked'),
+            array_agg(c.step_key) FILTER (WHERE c.status = 'skipped' AND c.old_status = 'blocked'),
+            array_agg(c.run_id) FILTER (WHERE c.status = 'blocked' AND c.dependency_count_pending = 0),
+            array_agg(c.step_key) FILTER (WHERE c.status = 'blocked' AND c.dependency_count_pending = 0)
+        INTO v_runs, v_keys, v_release_runs, v_release_keys
+        FROM counted AS c;
+
+        IF v_release_runs IS NOT NULL THEN
+            PERFORM pgrun._workflow_release_steps(v_release_runs, v_release_keys);
+        END IF;
+    END LOOP;
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._workflow_resolve(uuid[], text[]) FROM public;
+
+COMMENT ON FUNCTION pgrun._workflow_resolve(uuid[], text[]) IS
+'Private: resolve the outgoing edges of steps that just became terminal; skip, cascade and release.';
+
+CREATE OR REPLACE FUNCTION pgrun._workflow_recompute_runs(p_run_ids uuid[])
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = ''
+AS $$
+DECLARE
+    v_now timestamptz := pgrun.now();
+BEGIN
+    UPDATE pgrun.workflow_runs AS r
+    SET status = x.status,
+        finished_at = CASE WHEN x.status <> 'running' THEN v_now END,
+        updated_at = v_now
+    FROM (
+        SELECT
+            u.id,
+            CASE
+                WHEN EXISTS (
+                    SELECT FROM pgrun.workflow_steps AS s
+                    WHERE s.run_id = u.id AND s.status IN ('blocked', 'released', 'waiting_for_external')
+                ) THEN 'running'
+                WHEN EXISTS (
+                    SELECT FROM pgrun.workflow_steps AS s
+                    WHERE s.run_id = u.id AND s.status IN ('failed', 'skipped', 'cancelled')
+                ) THEN 'failed'
+                ELSE 'succeeded'
+            END AS status
+        FROM (SELECT DISTINCT v.id FROM unnest(p_run_ids) AS v (id)) AS u
+    ) AS x
+    WHERE r.id = x.id AND r.status = 'running';
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._workflow_recompute_runs(uuid[]) FROM public;
+
+COMMENT ON FUNCTION pgrun._workflow_recompute_runs(uuid[]) IS
+'Private: settle the status of running runs whose steps are all terminal (failed or succeeded).';
+
+-- The hook the job functions call after a job reached a terminal status, in the same
+-- transaction, with the job rows still locked: complete_job(s), fail_job(s),
+-- reap_expired_leases, continue_job and cancel_job pass the ids they just finished (any
+-- ids may be passed; the rest are ignored). For each workflow-managed job among them
+-- that is now succeeded, dead or cancelled, and whose step is still 'released' with
+-- that job id, in a run that is still running:
+--   succeeded -> step succeeded, output = jobs.result
+--   dead      -> step failed
+--   cancelled -> step cancelled
+-- then its edges resolve (dependents released or skipped) and the run status is
+-- recomputed. A job of a cancelled or finished run, or one whose step already moved
+-- on, changes nothing: the job row keeps its own outcome.
+--
+-- Cheap when no id belongs to a workflow: one primary-key lookup and return.
+-- Locks, in order: (the caller's job rows), the SHARED run advisory lock with a 5 s
+-- lock_timeout cap (pgrun._workflow_lock_runs), the workflow_runs rows in id order, then
+-- step rows. Errors: workflow.release_conflict (RQ001) when the advisory lock wait times out.
+CREATE OR REPLACE FUNCTION pgrun._workflow_jobs_finished(p_job_ids uuid[])
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = ''
+AS $$
+DECLARE
+    v_now timestamptz := pgrun.now();
+    v_runs uuid[];
+    v_live uuid[];
+    v_done_runs uuid[];
+    v_done_keys text[];
+BEGIN
+    SELECT array_agg(DISTINCT j.workflow_run_id ORDER BY j.workflow_run_id) INTO v_runs
+    FROM pgrun.jobs AS j
+    WHERE j.id = ANY (p_job_ids)
+      AND j.workflow_run_id IS NOT NULL
+      AND j.status IN ('succeeded', 'dead', 'cancelled');
+    IF v_runs IS NULL THEN
+        RETURN;
+    END IF;
+
+    PERFORM pgrun._workflow_lock_runs(v_runs, 'shared');
+
+    SELECT array_agg(r.id ORDER BY r.id) INTO v_live
+    FROM (
+        SELECT wr.id
+        FROM pgrun.workflow_runs AS wr
+        WHERE wr.id = ANY (v_runs) AND wr.status = 'running'
+        ORDER BY wr.id
+        FOR NO KEY UPDATE OF wr
+    ) AS r;
+    IF v_live IS NULL THEN
+        RETURN;
+    END IF;
+
+    WITH finished AS (
+        UPDATE pgrun.workflow_steps AS s
+        SET status = CASE j.status WHEN 'succeeded' THEN 'succeeded' WHEN 'dead' THEN 'failed' ELSE 'cancelled' END,
+            output = CASE WHEN j.status = 'succeeded' THEN j.result END,
+            finished_at = v_now,
+            updated_at = v_now
+        FROM pgrun.jobs AS j
+        WHERE j.id = ANY (p_job_ids)
+          AND j.workflow_run_id = ANY (v_live)
+          AND j.status IN ('succeeded', 'dead', 'cancelled')
+          AND s.run_id = j.workflow_run_id
+          AND s.step_key = j.workflow_step_key
+          AND s.job_id = j.id
+          AND s.status = 'released'
+        RETURNING s.run_id, s.step_key
+    )
+
+    SELECT array_agg(f.run_id), array_agg(f.step_key) INTO v_done_runs, v_done_keys
+    FROM finished AS f;
+    IF v_done_runs IS NULL THEN
+        RETURN;
+    END IF;
+
+    PERFORM pgrun._workflow_resolve(v_done_runs, v_done_keys);
+    PERFORM pgrun._workflow_recompute_runs(v_done_runs);
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._workflow_jobs_finished(uuid[]) FROM public;
+
+COMMENT ON FUNCTION pgrun._workflow_jobs_finished(uuid[]) IS
+'Private: the job functions'' hook; settles the workflow steps of jobs that just finished and releases dependents.';

@@ -1,0 +1,369 @@
+-- pgrun._workflow_check_steps(steps, existing_keys): validate a JSON array of step
+-- objects (format: docs/workflows.md) and return it in normal form: sorted by key, every
+-- field present (NULL when left out), kind defaulted to 'job', a job step's payload to
+-- {}, each dependency as {"step": key, "release_mode": mode} (mode defaulted to
+-- 'on_success'), dependencies sorted by step key. Steps are stored from that form and
+-- the idempotency snapshots compare it, so the order of steps and of dependencies never
+-- matters. Shared by enqueue_workflow and append_workflow_steps.
+--
+-- existing_keys are the run's keys (append): new steps may depend on them, must not
+-- reuse them, and count towards the step limit. NULL checks the steps on their own
+-- (dependencies outside the array are then not checked). Cycles: see _acyclic.sql.
+--
+-- Order of checks, the first failure raises: the array, the step count, each step in
+-- array order (shape, key, kind, job template, payload), duplicate keys, the dependency
+-- count, each dependency in order (shape, release mode, self-edge, unknown step),
+-- duplicate dependencies, cycles.
+--
+-- Limits (constants below): 10,000 steps per run, 100,000 dependencies per call, keys of
+-- at most 128 characters, a step payload of at most 1 MiB (as for jobs).
+--
+-- Locks: none. Errors (RQ003): workflow.invalid_spec, workflow.too_many_steps,
+-- workflow.invalid_step, workflow.invalid_step_key, workflow.missing_job_type,
+-- workflow.external_step_with_job_template, workflow.payload_too_large,
+-- workflow.reserved_payload_key, workflow.duplicate_step_key,
+-- workflow.too_many_dependencies, workflow.invalid_dependency,
+-- workflow.invalid_release_mode, workflow.self_dependency, workflow.unknown_dependency,
+-- workflow.duplicate_dependency, workflow.cycle_detected.
+
+CREATE OR REPLACE FUNCTION pgrun._workflow_check_steps(p_steps jsonb, p_existing_keys text[])
+RETURNS jsonb
+LANGUAGE plpgsql
+STABLE
+SET search_path = ''
+AS $$
+DECLARE
+    c_max_steps CONSTANT integer := 10000;
+    c_max_dependencies CONSTANT integer := 100000;
+    c_max_key_length CONSTANT integer := 128;
+    c_max_payload_bytes CONSTANT integer := 1048576;
+    c_step_fields CONSTANT text[] := ARRAY[
+        'key', 'kind', 'job_type', 'payload', 'queue', 'priority', 'max_attempts', 'timeout_seconds',
+        'depends_on'
+    ];
+    c_template_fields CONSTANT text[] := ARRAY[
+        'job_type', 'payload', 'queue', 'priority', 'max_attempts', 'timeout_seconds'
+    ];
+    -- NULL existing keys: check the steps on their own (append's idempotency snapshot);
+    -- dependencies on keys outside the steps are then not checked
+    v_check_run boolean := p_existing_keys IS NOT NULL;
+    v_existing text[] := coalesce(p_existing_keys, '{}');
+    v_unknown text[] := '{}';
+    v_count integer;
+    v_edges integer;
+    v_ord integer;
+    v_code text;
+    v_step jsonb;
+    v_dep jsonb;
+    v_key text;
+    v_dep_key text;
+    v_detail text;
+    v_hint text;
+    v_norm jsonb;
+BEGIN
+    IF p_steps IS NULL OR jsonb_typeof(p_steps) <> 'array' OR jsonb_array_length(p_steps) = 0 THEN
+        RAISE EXCEPTION 'workflow.invalid_spec' USING
+            ERRCODE = 'RQ003',
+            DETAIL = format('steps is %s, not a non-empty JSON array', CASE
+                WHEN p_steps IS NULL THEN 'missing'
+                WHEN jsonb_typeof(p_steps) = 'array' THEN 'an empty array'
+                ELSE 'a JSON ' || jsonb_typeof(p_steps)
+            END),
+            HINT = 'Pass "steps": [{"key": "...", "job_type": "..."}, ...] (docs/workflows.md).';
+    END IF;
+    v_count := jsonb_array_length(p_steps);
+    IF v_count + cardinality(v_existing) > c_max_steps THEN
+        RAISE EXCEPTION 'workflow.too_many_steps' USING
+            ERRCODE = 'RQ003',
+            DETAIL = format(
+                '%s steps%s; a run has at most %s',
+                v_count,
+                CASE WHEN cardinality(v_existing) > 0
+                    THEN format(' added to the %s the run has', cardinality(v_existing)) ELSE '' END,
+                c_max_steps
+            ),
+            HINT = 'Split the work into several runs, or batch small units into one step.';
+    END IF;
+
+    -- 1. Each step on its own, in array order.
+    SELECT c.ord, c.code, c.step INTO v_ord, v_code, v_step
+    FROM (
+        SELECT
+            e.ord::integer AS ord,
+            e.step,
+            CASE
+                WHEN jsonb_typeof(e.step) <> 'object' OR e.step - c_step_fields <> '{}'::jsonb
+                    THEN 'workflow.invalid_step'
+                WHEN coalesce(jsonb_typeof(e.step -> 'key'), 'null') <> 'string'
+                    OR e.step ->> 'key' = ''
+                    OR e.step ->> 'key' <> btrim(e.step ->> 'key')
+                    OR length(e.step ->> 'key') > c_max_key_length
+                    THEN 'workflow.invalid_step_key'
+                WHEN coalesce(jsonb_typeof(e.step -> 'kind'), 'null') NOT IN ('null', 'string')
+                    OR coalesce(e.step ->> 'kind', 'job') NOT IN ('job', 'external')
+                    THEN 'workflow.invalid_step'
+                WHEN e.step ->> 'kind' = 'external' AND jsonb_strip_nulls(e.step) ?| c_template_fields
+                    THEN 'workflow.external_step_with_job_template'
+                WHEN e.step ->> 'kind' = 'external'
+                    THEN NULL
+                WHEN coalesce(jsonb_typeof(e.step -> 'job_type'), 'null') = 'null'
+                    OR btrim(e.step ->> 'job_type') = ''
+                    THEN 'workflow.missing_job_type'
+                -- the job_definitions / jobs CHECK constraints say the same
+                WHEN jsonb_typeof(e.step -> 'job_type') <> 'string'
+                    OR e.step ->> 'job_type' !~ '^[a-z][a-z0-9_]*([.:-][a-z0-9_]+)*$'
+                    OR length(e.step ->> 'job_type') > 128
+                    THEN 'workflow.invalid_step'
+                WHEN coalesce(jsonb_typeof(e.step -> 'payload'), 'null') NOT IN ('null', 'object')
+                    THEN 'workflow.invalid_step'
+                WHEN pg_column_size(e.step -> 'payload') > c_max_payload_bytes
+                    THEN 'workflow.payload_too_large'
+                WHEN e.step -> 'payload' ? 'dependencies'
+                    THEN 'workflow.reserved_payload_key'
+                WHEN coalesce(jsonb_typeof(e.step -> 'queue'), 'null') NOT IN ('null', 'string')
+                    OR e.step ->> 'queue' !~ '^[a-z][a-z0-9_.:-]*$'
+                    OR length(e.step ->> 'queue') > 64
+                    THEN 'workflow.invalid_step'
+                WHEN coalesce(jsonb_typeof(e.step -> 'priority'), 'null') NOT IN ('null', 'number')
+                    OR NOT coalesce(
+                        (e.step ->> 'priority')::numeric BETWEEN 0 AND 32767
+                        AND (e.step ->> 'priority')::numeric = trunc((e.step ->> 'priority')::numeric),
+                        true
+                    )
+                    THEN 'workflow.invalid_step'
+                WHEN coalesce(jsonb_typeof(e.step -> 'max_attempts'), 'null') NOT IN ('null', 'number')
+                    OR NOT coalesce(
+                        (e.step ->> 'max_attempts')::numeric BETWEEN 1 AND 1000
+                        AND (e.step ->> 'max_attempts')::numeric = trunc((e.step ->> 'max_attempts')::numeric),
+                        true
+                    )
+                    THEN 'workflow.invalid_step'
+                WHEN coalesce(jsonb_typeof(e.step -> 'timeout_seconds'), 'null') NOT IN ('null', 'number')
+                    OR NOT coalesce(
+                        (e.step ->> 'timeout_seconds')::numeric BETWEEN 1 AND 2147483647
+                        AND (e.step ->> 'timeout_seconds')::numeric
+                        = trunc((e.step ->> 'timeout_seconds')::numeric),
+                        true
+                    )
+                    THEN 'workflow.invalid_step'
+            END AS code
+        FROM jsonb_array_elements(p_steps) WITH ORDINALITY AS e (step, ord)
+    ) AS c
+    WHERE c.code IS NOT NULL
+    ORDER BY c.ord
+    LIMIT 1;
+
+    -- depends_on must be an array (or absent / null) before it can be read
+    IF v_code IS NULL THEN
+        SELECT e.ord::integer, 'workflow.invalid_dependency', e.step INTO v_ord, v_code, v_step
+        FROM jsonb_array_elements(p_steps) WITH ORDINALITY AS e (step, ord)
+        WHERE coalesce(jsonb_typeof(e.step -> 'depends_on'), 'null') NOT IN ('null', 'array')
+        ORDER BY e.ord
+        LIMIT 1;
+    END IF;
+
+    IF v_code IS NOT NULL THEN
+        PERFORM pgrun._workflow_raise_invalid_step(
+            v_code, v_ord, v_step, c_step_fields, c_template_fields, c_max_key_length, c_max_payload_bytes
+        );
+    END IF;
+
+    -- 2. Keys are unique, among the new steps and against the run's steps.
+    SELECT k.key INTO v_key
+    FROM (
+        SELECT e.step ->> 'key' AS key
+        FROM jsonb_array_elements(p_steps) AS e (step)
+        UNION ALL
+        SELECT x.key FROM unnest(v_existing) AS x (key)
+    ) AS k
+    GROUP BY k.key
+    HAVING count(*) > 1
+    ORDER BY k.key
+    LIMIT 1;
+    IF v_key IS NOT NULL THEN
+        RAISE EXCEPTION 'workflow.duplicate_step_key' USING
+            ERRCODE = 'RQ003',
+            DETAIL = format(
+                'step key %L is used more than once%s', v_key,
+                CASE WHEN v_key = ANY (v_existing) THEN ' (the run already has a step with this key)' ELSE '' END
+            ),
+            HINT = 'Step keys are unique within a run.';
+    END IF;
+
+    -- 3. Dependencies.
+    SELECT coalesce(sum(jsonb_array_length(e.step -> 'depends_on')), 0)::integer INTO v_edges
+    FROM jsonb_array_elements(p_steps) AS e (step)
+    WHERE jsonb_typeof(e.step -> 'depends_on') = 'array';
+    IF v_edges > c_max_dependencies THEN
+        RAISE EXCEPTION 'workflow.too_many_dependencies' USING
+            ERRCODE = 'RQ003',
+            DETAIL = format('%s dependencies in one call; the limit is %s', v_edges, c_max_dependencies),
+            HINT = 'Fan in through intermediate steps, or split the work into several runs.';
+    END IF;
+
+    -- Prerequisite keys that name no step, as a set difference (no per-edge lookups).
+    IF v_check_run THEN
+        SELECT coalesce(array_agg(u.key), '{}') INTO v_unknown
+        FROM (
+            SELECT CASE jsonb_typeof(x.dep) WHEN 'string' THEN x.dep #>> '{}' WHEN 'object' THEN x.dep ->> 'step' END
+            FROM jsonb_array_elements(p_steps) AS e (step)
+            CROSS JOIN LATERAL jsonb_array_elements(
+                CASE WHEN jsonb_typeof(e.step -> 'depends_on') = 'array' THEN e.step -> 'depends_on' ELSE '[]' END
+            ) AS x (dep)
+            EXCEPT
+            SELECT e.step ->> 'key' FROM jsonb_array_elements(p_steps) AS e (step)
+            EXCEPT
+            SELECT x.key FROM unnest(v_existing) AS x (key)
+        ) AS u (key)
+        WHERE u.key IS NOT NULL;
+    END IF;
+
+    v_code := NULL;
+    WITH d AS (
+        SELECT
+            e.step ->> 'key' AS key,
+            e.ord AS step_ord,
+            x.dep,
+            x.ord AS dep_ord,
+            CASE jsonb_typeof(x.dep)
+                WHEN 'string' THEN x.dep #>> '{}'
+                WHEN 'object' THEN x.dep ->> 'step'
+            END AS dep_key
+        FROM jsonb_array_elements(p_steps) WITH ORDINALITY AS e (step, ord)
+        CROSS JOIN LATERAL jsonb_array_elements(
+            CASE WHEN jsonb_typeof(e.step -> 'depends_on') = 'array' THEN e.step -> 'depends_on' ELSE '[]' END
+        ) WITH ORDINALITY AS x (dep, ord)
+    )
+
+    SELECT c.key, c.dep, c.code, c.dep_key INTO v_key, v_dep, v_code, v_dep_key
+    FROM (
+        SELECT
+            d.key,
+            d.dep,
+            d.dep_key,
+            d.step_ord,
+            d.dep_ord,
+            CASE
+                WHEN jsonb_typeof(d.dep) NOT IN ('string', 'object')
+                    OR (jsonb_typeof(d.dep) = 'object' AND (
+                        d.dep - ARRAY['step', 'release_mode'] <> '{}'::jsonb
+                        OR coalesce(jsonb_typeof(d.dep -> 'step'), 'null') <> 'string'
+                    ))
+                    THEN 'workflow.invalid_dependency'
+                WHEN coalesce(jsonb_typeof(d.dep -> 'release_mode'), 'null') NOT IN ('null', 'string')
+                    OR coalesce(d.dep ->> 'release_mode', 'on_success') NOT IN ('on_success', 'on_terminal')
+                    THEN 'workflow.invalid_release_mode'
+                WHEN d.dep_key = d.key
+                    THEN 'workflow.self_dependency'
+                WHEN d.dep_key = ANY (v_unknown)
+                    THEN 'workflow.unknown_dependency'
+            END AS code
+        FROM d
+    ) AS c
+    WHERE c.code IS NOT NULL
+    ORDER BY c.step_ord, c.dep_ord
+    LIMIT 1;
+
+    IF v_code IS NOT NULL THEN
+        v_detail := format('step %s: ', v_key) || CASE v_code
+            WHEN 'workflow.invalid_dependency' THEN format(
+                'dependency %s is neither a step key nor {"step": key, "release_mode": mode}',
+                left(v_dep::text, 200)
+            )
+            WHEN 'workflow.invalid_release_mode' THEN format(
+                'release_mode %s of its dependency on %s', v_dep -> 'release_mode', v_dep_key
+            )
+            WHEN 'workflow.self_dependency' THEN 'it depends on itself'
+            ELSE format('it depends on %L, which is not a step of the %s', v_dep_key,
+                CASE WHEN cardinality(v_existing) > 0 THEN 'run or of this append' ELSE 'workflow' END)
+        END;
+        v_hint := CASE v_code
+            WHEN 'workflow.invalid_dependency'
+                THEN 'depends_on is an array of step keys or {"step": key, "release_mode": mode} objects.'
+            WHEN 'workflow.invalid_release_mode'
+                THEN 'release_mode is "on_success" (the default) or "on_terminal".'
+            WHEN 'workflow.self_dependency' THEN 'Remove the step from its own depends_on.'
+            ELSE 'Every dependency must name a step of the same run.'
+        END;
+        RAISE EXCEPTION USING MESSAGE = v_code, ERRCODE = 'RQ003', DETAIL = v_detail, HINT = v_hint;
+    END IF;
+
+    -- 4. Normal form (also finds duplicate dependencies).
+    WITH steps AS (
+        SELECT
+            e.step ->> 'key' AS key,
+            coalesce(e.step ->> 'kind', 'job') AS kind,
+            e.step
+        FROM jsonb_array_elements(p_steps) AS e (step)
+    ),
+
+    deps AS (
+        SELECT
+            s.key,
+            CASE jsonb_typeof(x.dep) WHEN 'string' THEN x.dep #>> '{}' ELSE x.dep ->> 'step' END AS dep_key,
+            coalesce(x.dep ->> 'release_mode', 'on_success') AS release_mode
+        FROM steps AS s
+        CROSS JOIN LATERAL jsonb_array_elements(
+            CASE WHEN jsonb_typeof(s.step -> 'depends_on') = 'array' THEN s.step -> 'depends_on' ELSE '[]' END
+        ) AS x (dep)
+    ),
+
+    dup AS (
+        SELECT d.key, d.dep_key
+        FROM deps AS d
+        GROUP BY d.key, d.dep_key
+        HAVING count(*) > 1
+        ORDER BY d.key, d.dep_key
+        LIMIT 1
+    ),
+
+    per_step AS (
+        SELECT
+            d.key,
+            jsonb_agg(
+                jsonb_build_object('step', d.dep_key, 'release_mode', d.release_mode)
+                ORDER BY d.dep_key, d.release_mode
+            ) AS depends_on
+        FROM deps AS d
+        GROUP BY d.key
+    )
+
+    SELECT
+        (SELECT format('step %s lists its dependency on %s more than once', u.key, u.dep_key) FROM dup AS u),
+        jsonb_agg(
+            jsonb_build_object(
+                'key', s.key,
+                'kind', s.kind,
+                'job_type', s.step -> 'job_type',
+                'payload', CASE
+                    WHEN s.kind = 'job' THEN coalesce(nullif(s.step -> 'payload', 'null'::jsonb), '{}'::jsonb)
+                END,
+                'queue', s.step -> 'queue',
+                'priority', (s.step ->> 'priority')::numeric::integer,
+                'max_attempts', (s.step ->> 'max_attempts')::numeric::integer,
+                'timeout_seconds', (s.step ->> 'timeout_seconds')::numeric::integer,
+                'depends_on', coalesce(p.depends_on, '[]'::jsonb)
+            )
+            ORDER BY s.key
+        )
+    INTO v_detail, v_norm
+    FROM steps AS s
+    LEFT JOIN per_step AS p ON p.key = s.key;
+
+    IF v_detail IS NOT NULL THEN
+        RAISE EXCEPTION 'workflow.duplicate_dependency' USING
+            ERRCODE = 'RQ003',
+            DETAIL = v_detail,
+            HINT = 'List each prerequisite once, with the release_mode you mean.';
+    END IF;
+
+    -- 5. Cycles among the new steps.
+    PERFORM pgrun._workflow_check_acyclic(v_norm);
+    RETURN v_norm;
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._workflow_check_steps(jsonb, text[]) FROM public;
+
+COMMENT ON FUNCTION pgrun._workflow_check_steps(jsonb, text[]) IS
+'Private: validate workflow steps (raising the first error) and return them in normal form, sorted by key.';

@@ -1,0 +1,204 @@
+-- Inspection of workflow runs: one run in full, or a page of runs. Read-only, no locks
+-- beyond the snapshot.
+--
+-- get_workflow_run(run_id, organization_id) returns one jsonb object: every column of
+-- workflow_runs except the enqueue_request snapshot, plus
+--   "steps": one object per step, by key: key, kind, status, the job template, the
+--            dependency counters, job_id and job_status (the live status of its job:
+--            queued, running, ... or NULL), output, timestamps, mutation_id;
+--   "dependencies": one object per edge, by (step, depends_on): step, depends_on,
+--            release_mode, resolved, resolved_at;
+--   "mutations": the appends, oldest first: id, mutation_key, step_keys, created_at.
+-- list_workflow_runs(...) pages through runs in ascending id (= creation) order, oldest
+-- first: pass the last id of a page as after_id for the next. Filters combine with AND;
+-- NULL means no filter.
+--
+-- Tenancy: with organization_id both see only that organization's runs; another
+-- organization's run is workflow.run_not_found, exactly like a missing one.
+--
+-- Errors: workflow.run_not_found (RQ002); workflow.invalid_status,
+-- workflow.invalid_max_rows (RQ003).
+
+CREATE OR REPLACE FUNCTION pgrun.get_workflow_run(run_id uuid, organization_id uuid DEFAULT NULL)
+RETURNS jsonb
+LANGUAGE plpgsql
+STABLE
+SET search_path = ''
+AS $$
+DECLARE
+    v_run jsonb;
+BEGIN
+    SELECT
+        (to_jsonb(r) - 'enqueue_request')
+        || jsonb_build_object(
+            'steps',
+            coalesce(
+                (SELECT jsonb_agg(
+                    jsonb_build_object(
+                        'key', s.step_key,
+                        'kind', s.kind,
+                        'status', s.status,
+                        'job_type', s.job_type,
+                        'payload', s.payload,
+                        'queue', s.queue,
+                        'priority', s.priority,
+                        'max_attempts', s.max_attempts,
+                        'timeout_seconds', s.timeout_seconds,
+                        'dependency_count_total', s.dependency_count_total,
+                        'dependency_count_pending', s.dependency_count_pending,
+                        'job_id', s.job_id,
+                        'job_status', j.status,
+                        'output', s.output,
+                        'mutation_id', s.mutation_id,
+                        'created_at', s.created_at,
+                        'updated_at', s.updated_at,
+                        'released_at', s.released_at,
+                        'finished_at', s.finished_at
+                    )
+                    ORDER BY s.step_key
+                )
+                FROM pgrun.workflow_steps AS s
+                LEFT JOIN pgrun.jobs AS j ON j.id = s.job_id
+                WHERE s.run_id = r.id),
+                '[]'::jsonb
+            ),
+            'dependencies',
+            coalesce(
+                (SELECT jsonb_agg(
+                    jsonb_build_object(
+                        'step', e.step_key,
+                        'depends_on', e.depends_on_key,
+                        'release_mode', e.release_mode,
+                        'resolved', e.resolved,
+                        'resolved_at', e.resolved_at
+                    )
+                    ORDER BY e.step_key, e.depends_on_key
+                )
+                FROM pgrun.workflow_step_dependencies AS e
+                WHERE e.run_id = r.id),
+                '[]'::jsonb
+            ),
+            'mutations',
+            coalesce(
+                (SELECT jsonb_agg(
+                    jsonb_build_object(
+                        'id', m.id,
+                        'mutation_key', m.mutation_key,
+                        'step_keys', to_jsonb(m.step_keys),
+                        'created_at', m.created_at
+                    )
+                    ORDER BY m.id
+                )
+                FROM pgrun.workflow_run_mutations AS m
+                WHERE m.run_id = r.id),
+                '[]'::jsonb
+            )
+        )
+    INTO v_run
+    FROM pgrun.workflow_runs AS r
+    WHERE r.id = get_workflow_run.run_id
+      AND (get_workflow_run.organization_id IS NULL OR r.organization_id = get_workflow_run.organization_id);
+
+    IF v_run IS NULL THEN
+        RAISE EXCEPTION 'workflow.run_not_found' USING
+            ERRCODE = 'RQ002',
+            DETAIL = format(
+                'no workflow run %s%s', coalesce(get_workflow_run.run_id::text, 'NULL'),
+                CASE WHEN get_workflow_run.organization_id IS NULL THEN ''
+                    ELSE format(' in organization %s', get_workflow_run.organization_id) END
+            ),
+            HINT = 'Check the run id (and the organization it belongs to).';
+    END IF;
+    RETURN v_run;
+END;
+$$;
+
+COMMENT ON FUNCTION pgrun.get_workflow_run(uuid, uuid) IS
+'One workflow run as jsonb: its columns (without the idempotency snapshot), "steps" (by key: kind, status, '
+'job template, dependency counters, job_id and the job''s live job_status, output, timestamps), '
+'"dependencies" (edges: step, depends_on, release_mode, resolved) and "mutations" (appends, oldest first). '
+'With organization_id, only that organization''s run is visible. '
+'Errors: workflow.run_not_found (RQ002), also for another organization''s run.';
+
+-- The query behind list_workflow_runs (plpgsql for the argument checks; the public
+-- function is SQL because its parameters and result columns share names).
+CREATE OR REPLACE FUNCTION pgrun._list_workflow_runs(
+    p_status text,
+    p_organization_id uuid,
+    p_after_id uuid,
+    p_max_rows integer
+)
+RETURNS SETOF pgrun.workflow_runs
+LANGUAGE plpgsql
+STABLE
+SET search_path = ''
+AS $$
+DECLARE
+    v_limit integer := coalesce(p_max_rows, 50);
+BEGIN
+    IF p_status IS NOT NULL AND p_status NOT IN ('running', 'succeeded', 'failed', 'cancelled') THEN
+        RAISE EXCEPTION 'workflow.invalid_status' USING
+            ERRCODE = 'RQ003',
+            DETAIL = format('status %L is not a workflow run status', p_status),
+            HINT = 'Use one of running, succeeded, failed, cancelled, or NULL for all.';
+    END IF;
+    IF v_limit NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'workflow.invalid_max_rows' USING
+            ERRCODE = 'RQ003',
+            DETAIL = format('max_rows %s is outside 1..1000', v_limit),
+            HINT = 'Page with after_id instead of asking for more rows at once.';
+    END IF;
+
+    RETURN QUERY
+    SELECT r.*
+    FROM pgrun.workflow_runs AS r
+    WHERE (p_status IS NULL OR r.status = p_status)
+      AND (p_organization_id IS NULL OR r.organization_id = p_organization_id)
+      AND (p_after_id IS NULL OR r.id > p_after_id)
+    ORDER BY r.id
+    LIMIT v_limit;
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._list_workflow_runs(text, uuid, uuid, integer) FROM public;
+
+COMMENT ON FUNCTION pgrun._list_workflow_runs(text, uuid, uuid, integer) IS
+'Private: validates list_workflow_runs'' arguments and runs its query.';
+
+CREATE OR REPLACE FUNCTION pgrun.list_workflow_runs(
+    status text DEFAULT NULL,
+    organization_id uuid DEFAULT NULL,
+    after_id uuid DEFAULT NULL,
+    max_rows integer DEFAULT 50
+)
+RETURNS TABLE (
+    id uuid,
+    name text,
+    status text,
+    organization_id uuid,
+    idempotency_key text,
+    metadata jsonb,
+    cancel_reason text,
+    created_at timestamptz,
+    updated_at timestamptz,
+    finished_at timestamptz
+)
+LANGUAGE sql
+STABLE
+SET search_path = ''
+AS $$
+    SELECT
+        r.id, r.name, r.status, r.organization_id, r.idempotency_key, r.metadata, r.cancel_reason,
+        r.created_at, r.updated_at, r.finished_at
+    FROM pgrun._list_workflow_runs(
+        list_workflow_runs.status, list_workflow_runs.organization_id, list_workflow_runs.after_id,
+        list_workflow_runs.max_rows
+    ) AS r
+    ORDER BY r.id
+$$;
+
+COMMENT ON FUNCTION pgrun.list_workflow_runs(text, uuid, uuid, integer) IS
+'A page of workflow runs in ascending id (= creation) order, oldest first: pass the last id you got as '
+'after_id for the next page. Filters (NULL = any): status (running, succeeded, failed, cancelled), '
+'organization_id (tenant scope). max_rows 1..1000, default 50. Returns the run columns; get_workflow_run '
+'has the steps. Errors: workflow.invalid_status, workflow.invalid_max_rows (RQ003).';
