@@ -8,7 +8,7 @@
 -- bad element's 1-based index and error code, or no row. Every limit lives here.
 -- A malformed timestamp, interval or uuid string raises a data_exception (class 22)
 -- instead; _enqueue_check then finds the element one by one.
-CREATE OR REPLACE FUNCTION pgrun._enqueue_first_invalid(requests jsonb)
+CREATE OR REPLACE FUNCTION pgrun._enqueue_first_invalid(p_requests jsonb)
 RETURNS TABLE (bad_ordinality integer, bad_code text)
 LANGUAGE plpgsql
 STABLE
@@ -110,7 +110,7 @@ BEGIN
                 )
                     THEN 'job.invalid_organization'
             END AS code
-        FROM jsonb_array_elements(_enqueue_first_invalid.requests) WITH ORDINALITY AS e (elem, ord)
+        FROM jsonb_array_elements(p_requests) WITH ORDINALITY AS e (elem, ord)
     ) AS c
     WHERE c.code IS NOT NULL
     ORDER BY c.ord
@@ -128,7 +128,7 @@ COMMENT ON FUNCTION pgrun._enqueue_first_invalid(jsonb) IS
 -- Normally one pass of _enqueue_first_invalid; when a string does not parse, the
 -- elements are checked one by one so the error still names the first bad one.
 CREATE OR REPLACE FUNCTION pgrun._enqueue_check(
-    requests jsonb, OUT bad_ordinality integer, OUT bad_code text
+    p_requests jsonb, OUT bad_ordinality integer, OUT bad_code text
 )
 LANGUAGE plpgsql
 STABLE
@@ -142,14 +142,14 @@ DECLARE
 BEGIN
     BEGIN
         SELECT f.bad_ordinality, f.bad_code INTO bad_ordinality, bad_code
-        FROM pgrun._enqueue_first_invalid(_enqueue_check.requests) AS f;
+        FROM pgrun._enqueue_first_invalid(p_requests) AS f;
         RETURN;
     EXCEPTION WHEN data_exception THEN
         NULL;  -- fall through to the element-by-element search
     END;
     FOR v_elem, v_ord IN
         SELECT e.elem, e.ord::integer
-        FROM jsonb_array_elements(_enqueue_check.requests) WITH ORDINALITY AS e (elem, ord)
+        FROM jsonb_array_elements(p_requests) WITH ORDINALITY AS e (elem, ord)
     LOOP
         BEGIN
             SELECT f.bad_code INTO v_code
@@ -178,7 +178,7 @@ COMMENT ON FUNCTION pgrun._enqueue_check(jsonb) IS
 'Private: the first invalid element of an enqueue request array (index, error code), or NULLs.';
 
 -- Wakes idle workers: one pg_notify per distinct queue, in name order.
-CREATE OR REPLACE FUNCTION pgrun._notify_queues(queues text[])
+CREATE OR REPLACE FUNCTION pgrun._notify_queues(p_queues text[])
 RETURNS void
 LANGUAGE plpgsql
 VOLATILE
@@ -187,7 +187,7 @@ AS $$
 BEGIN
     -- plpgsql, not sql: a sql function is parsed and planned again on every call
     PERFORM pg_catalog.pg_notify('pgrun_jobs', q.queue)
-    FROM (SELECT DISTINCT u.queue FROM unnest(_notify_queues.queues) AS u (queue) ORDER BY u.queue) AS q;
+    FROM (SELECT DISTINCT u.queue FROM unnest(p_queues) AS u (queue) ORDER BY u.queue) AS q;
 END;
 $$;
 
@@ -196,29 +196,31 @@ REVOKE EXECUTE ON FUNCTION pgrun._notify_queues(text[]) FROM public;
 COMMENT ON FUNCTION pgrun._notify_queues(text[]) IS
 'Private: pg_notify(''pgrun_jobs'', queue) once per distinct queue; enqueue calls it once per statement.';
 
--- Raises the input error `code` for one request element, with a DETAIL naming the
--- element (by its 1-based index when ordinality is given) and the offending value.
-CREATE OR REPLACE FUNCTION pgrun._enqueue_raise_invalid(code text, elem jsonb, ordinality integer)
+-- Raises the input error p_code for one request element, with a DETAIL naming the
+-- element (by its 1-based index when p_ordinality is given) and the offending value.
+CREATE OR REPLACE FUNCTION pgrun._enqueue_raise_invalid(
+    p_code text, p_elem jsonb, p_ordinality integer
+)
 RETURNS void
 LANGUAGE plpgsql
 STABLE
 SET search_path = ''
 AS $$
 DECLARE
-    v_where text := CASE WHEN ordinality IS NULL THEN '' ELSE format('element %s: ', ordinality) END;
+    v_where text := CASE WHEN p_ordinality IS NULL THEN '' ELSE format('element %s: ', p_ordinality) END;
     v_detail text;
     v_hint text;
 BEGIN
-    CASE code
+    CASE p_code
         WHEN 'job.invalid_batch' THEN
             v_detail := CASE
-                WHEN jsonb_typeof(elem) <> 'object'
-                    THEN format('%sis a JSON %s, not an object', v_where, jsonb_typeof(elem))
+                WHEN jsonb_typeof(p_elem) <> 'object'
+                    THEN format('%sis a JSON %s, not an object', v_where, jsonb_typeof(p_elem))
                 ELSE format(
                     '%sunknown keys %s',
                     v_where,
                     (SELECT string_agg(k.key, ', ' ORDER BY k.key)
-                     FROM jsonb_object_keys(elem) AS k (key)
+                     FROM jsonb_object_keys(p_elem) AS k (key)
                      WHERE k.key <> ALL (ARRAY[
                          'job_type', 'payload', 'queue', 'priority', 'run_at', 'delay',
                          'max_attempts', 'timeout_seconds', 'idempotency_key', 'organization_id'
@@ -228,56 +230,56 @@ BEGIN
             v_hint := 'Each element is an object whose keys are enqueue_job''s parameter names.';
         WHEN 'job.invalid_type' THEN
             v_detail := format('%sjob_type %s is not a valid job type', v_where,
-                left(coalesce(elem -> 'job_type', 'null'::jsonb)::text, 200));
+                left(coalesce(p_elem -> 'job_type', 'null'::jsonb)::text, 200));
             v_hint := 'Use at most 128 characters: lowercase letters, digits and _, in segments '
                 'joined by ".", ":" or "-", starting with a letter (e.g. email.send).';
         WHEN 'job.invalid_payload' THEN
             v_detail := format('%spayload is a JSON %s, not an object', v_where,
-                jsonb_typeof(elem -> 'payload'));
+                jsonb_typeof(p_elem -> 'payload'));
             v_hint := 'Wrap the value in an object, e.g. {"value": ...}.';
         WHEN 'job.payload_too_large' THEN
             v_detail := format('%spayload is %s bytes of jsonb; the limit is 1 MiB (1048576)', v_where,
-                pg_column_size(elem -> 'payload'));
+                pg_column_size(p_elem -> 'payload'));
             v_hint := 'Store large data elsewhere and pass a reference in the payload.';
         WHEN 'job.invalid_queue' THEN
             v_detail := format('%squeue %s is not a valid queue name', v_where,
-                left((elem -> 'queue')::text, 100));
+                left((p_elem -> 'queue')::text, 100));
             v_hint := 'Use at most 64 characters: a lowercase letter, then lowercase letters, '
                 'digits, "_", ".", ":" or "-".';
         WHEN 'job.invalid_priority' THEN
             v_detail := format('%spriority %s is not an integer in 0..32767', v_where,
-                left((elem -> 'priority')::text, 100));
+                left((p_elem -> 'priority')::text, 100));
             v_hint := 'Lower numbers run first; the default is 100.';
         WHEN 'job.invalid_max_attempts' THEN
             v_detail := format('%smax_attempts %s is not an integer in 1..1000', v_where,
-                left((elem -> 'max_attempts')::text, 100));
+                left((p_elem -> 'max_attempts')::text, 100));
             v_hint := 'max_attempts counts every try, the first included; the default is 20.';
         WHEN 'job.invalid_timeout' THEN
             v_detail := format('%stimeout_seconds %s is not a positive integer', v_where,
-                left((elem -> 'timeout_seconds')::text, 100));
+                left((p_elem -> 'timeout_seconds')::text, 100));
             v_hint := 'Pass a positive number of seconds, or leave it out for no timeout.';
         WHEN 'job.invalid_schedule' THEN
             v_detail := format('%srun_at %s, delay %s', v_where,
-                left(coalesce(elem -> 'run_at', 'null'::jsonb)::text, 100),
-                left(coalesce(elem -> 'delay', 'null'::jsonb)::text, 100));
+                left(coalesce(p_elem -> 'run_at', 'null'::jsonb)::text, 100),
+                left(coalesce(p_elem -> 'delay', 'null'::jsonb)::text, 100));
             v_hint := 'Give run_at (a finite timestamp) or delay (0 s to 100 years), not both.';
         WHEN 'job.invalid_idempotency_key' THEN
             v_detail := format('%sidempotency_key %s is not a string of 1..256 characters', v_where,
-                left((elem -> 'idempotency_key')::text, 300));
+                left((p_elem -> 'idempotency_key')::text, 300));
             v_hint := 'Pass a non-empty string of at most 256 characters, or leave it out.';
         WHEN 'job.invalid_organization' THEN
             v_detail := format('%sorganization_id %s is not a usable uuid', v_where,
-                left((elem -> 'organization_id')::text, 100));
+                left((p_elem -> 'organization_id')::text, 100));
             v_hint := 'Pass the organization''s uuid (not the nil uuid), or leave it out.';
         ELSE
             v_detail := format('%sinvalid request', v_where);
             v_hint := NULL;
     END CASE;
-    RAISE EXCEPTION USING MESSAGE = code, ERRCODE = 'RQ003', DETAIL = v_detail, HINT = v_hint;
+    RAISE EXCEPTION USING MESSAGE = p_code, ERRCODE = 'RQ003', DETAIL = v_detail, HINT = v_hint;
 END;
 $$;
 
 REVOKE EXECUTE ON FUNCTION pgrun._enqueue_raise_invalid(text, jsonb, integer) FROM public;
 
 COMMENT ON FUNCTION pgrun._enqueue_raise_invalid(text, jsonb, integer) IS
-'Private: raises enqueue input error code (RQ003) for one request element, DETAIL naming it.';
+'Private: raises enqueue input error p_code (RQ003) for one request element, DETAIL naming it.';

@@ -47,11 +47,11 @@
 -- 40001 job.enqueue_idempotency_race (the keyed row vanished between conflict and read,
 -- e.g. purged: retry).
 
--- The core both enqueue functions call. single => true words errors for one job
+-- The core both enqueue functions call. p_single => true words errors for one job
 -- (no element index). Generic plans (here and in the helpers): with the default plan
 -- cache mode its statements were re-planned on every call, about a third of the cost
 -- of a single enqueue; their plans do not depend on the values anyway.
-CREATE OR REPLACE FUNCTION pgrun._enqueue(requests jsonb, single boolean)
+CREATE OR REPLACE FUNCTION pgrun._enqueue(p_requests jsonb, p_single boolean)
 RETURNS TABLE (
     r_ordinality integer, r_job_id uuid, r_created boolean, r_status text, r_run_at timestamptz
 )
@@ -75,15 +75,15 @@ DECLARE
     v_existing_request jsonb;
     v_request jsonb;
 BEGIN
-    IF _enqueue.requests IS NULL OR jsonb_typeof(_enqueue.requests) <> 'array' THEN
+    IF p_requests IS NULL OR jsonb_typeof(p_requests) <> 'array' THEN
         RAISE EXCEPTION 'job.invalid_batch' USING
             ERRCODE = 'RQ003',
             DETAIL = format(
-                'jobs is %s, not a JSON array', coalesce(jsonb_typeof(_enqueue.requests), 'NULL')
+                'jobs is %s, not a JSON array', coalesce(jsonb_typeof(p_requests), 'NULL')
             ),
             HINT = 'Pass a JSON array of objects, e.g. [{"job_type": "email.send", "payload": {}}].';
     END IF;
-    v_count := jsonb_array_length(_enqueue.requests);
+    v_count := jsonb_array_length(p_requests);
     IF v_count = 0 THEN
         RETURN;
     END IF;
@@ -96,16 +96,16 @@ BEGIN
 
     -- 1. Validate everything before writing anything.
     SELECT c.bad_ordinality, c.bad_code INTO v_bad_ord, v_bad_code
-    FROM pgrun._enqueue_check(_enqueue.requests) AS c;
+    FROM pgrun._enqueue_check(p_requests) AS c;
     IF v_bad_ord IS NOT NULL THEN
         PERFORM pgrun._enqueue_raise_invalid(
-            v_bad_code, _enqueue.requests -> (v_bad_ord - 1), CASE WHEN NOT _enqueue.single THEN v_bad_ord END
+            v_bad_code, p_requests -> (v_bad_ord - 1), CASE WHEN NOT p_single THEN v_bad_ord END
         );
     END IF;
 
     IF current_setting('transaction_isolation') <> 'read committed' THEN
         SELECT e.ord::integer INTO v_bad_ord
-        FROM jsonb_array_elements(_enqueue.requests) WITH ORDINALITY AS e (elem, ord)
+        FROM jsonb_array_elements(p_requests) WITH ORDINALITY AS e (elem, ord)
         WHERE jsonb_typeof(e.elem -> 'idempotency_key') = 'string'
         ORDER BY e.ord
         LIMIT 1;
@@ -114,7 +114,7 @@ BEGIN
                 ERRCODE = 'RQ006',
                 DETAIL = format(
                     '%sa keyed enqueue ran at isolation level %s',
-                    CASE WHEN _enqueue.single THEN '' ELSE format('element %s: ', v_bad_ord) END,
+                    CASE WHEN p_single THEN '' ELSE format('element %s: ', v_bad_ord) END,
                     current_setting('transaction_isolation')
                 ),
                 HINT = 'Run keyed enqueues in a READ COMMITTED transaction (the default), '
@@ -150,7 +150,7 @@ BEGIN
                     ELSE jsonb_build_object('delay_seconds', r.delay_seconds) END
             END AS request
         FROM ROWS FROM (
-            jsonb_array_elements(_enqueue.requests),
+            jsonb_array_elements(p_requests),
             pgrun._uuidv7_series(v_count)
         ) WITH ORDINALITY AS e (elem, id, ord)
         CROSS JOIN LATERAL (
@@ -249,7 +249,7 @@ BEGIN
         ORDER BY p.ordinality
         LIMIT 1;
         IF v_bad_ord IS NOT NULL THEN
-            v_where := CASE WHEN _enqueue.single THEN '' ELSE format('element %s: ', v_bad_ord) END;
+            v_where := CASE WHEN p_single THEN '' ELSE format('element %s: ', v_bad_ord) END;
             IF v_existing_id IS NULL THEN
                 RAISE EXCEPTION 'job.enqueue_idempotency_race' USING
                     ERRCODE = '40001',

@@ -74,13 +74,13 @@ COMMENT ON FUNCTION pgrun.get_job(uuid, uuid) IS
 -- The query behind list_jobs; plpgsql only so that each filter combination gets its
 -- own plan (dynamic SQL) instead of a generic one full of "param IS NULL OR ...".
 CREATE OR REPLACE FUNCTION pgrun._list_jobs(
-    status text,
-    job_type text,
-    queue text,
-    organization_id uuid,
-    workflow_run_id uuid,
-    after_id uuid,
-    max_rows integer
+    p_status text,
+    p_job_type text,
+    p_queue text,
+    p_organization_id uuid,
+    p_workflow_run_id uuid,
+    p_after_id uuid,
+    p_max_rows integer
 )
 RETURNS SETOF pgrun.jobs
 LANGUAGE plpgsql
@@ -88,14 +88,14 @@ STABLE
 SET search_path = ''
 AS $$
 DECLARE
-    v_limit integer := coalesce(_list_jobs.max_rows, 50);
+    v_limit integer := coalesce(p_max_rows, 50);
     v_where text[] := ARRAY['true'];
 BEGIN
-    IF _list_jobs.status IS NOT NULL
-        AND _list_jobs.status NOT IN ('queued', 'running', 'succeeded', 'dead', 'cancelled') THEN
+    IF p_status IS NOT NULL
+        AND p_status NOT IN ('queued', 'running', 'succeeded', 'dead', 'cancelled') THEN
         RAISE EXCEPTION 'job.invalid_status' USING
             ERRCODE = 'RQ003',
-            DETAIL = format('status %L is not a job status', _list_jobs.status),
+            DETAIL = format('status %L is not a job status', p_status),
             HINT = 'Use one of queued, running, succeeded, dead, cancelled, or NULL for all.';
     END IF;
     IF v_limit NOT BETWEEN 1 AND 1000 THEN
@@ -105,22 +105,22 @@ BEGIN
             HINT = 'Page with after_id instead of asking for more rows at once.';
     END IF;
 
-    IF _list_jobs.status IS NOT NULL THEN
+    IF p_status IS NOT NULL THEN
         v_where := v_where || 'j.status = $1'::text;
     END IF;
-    IF _list_jobs.job_type IS NOT NULL THEN
+    IF p_job_type IS NOT NULL THEN
         v_where := v_where || 'j.job_type = $2'::text;
     END IF;
-    IF _list_jobs.queue IS NOT NULL THEN
+    IF p_queue IS NOT NULL THEN
         v_where := v_where || 'j.queue = $3'::text;
     END IF;
-    IF _list_jobs.organization_id IS NOT NULL THEN
+    IF p_organization_id IS NOT NULL THEN
         v_where := v_where || 'j.organization_id = $4'::text;
     END IF;
-    IF _list_jobs.workflow_run_id IS NOT NULL THEN
+    IF p_workflow_run_id IS NOT NULL THEN
         v_where := v_where || 'j.workflow_run_id = $5'::text;
     END IF;
-    IF _list_jobs.after_id IS NOT NULL THEN
+    IF p_after_id IS NOT NULL THEN
         v_where := v_where || 'j.id > $6'::text;
     END IF;
 
@@ -128,8 +128,8 @@ BEGIN
         'SELECT j.* FROM pgrun.jobs AS j WHERE %s ORDER BY j.id LIMIT $7',
         array_to_string(v_where, ' AND ')
     )
-    USING _list_jobs.status, _list_jobs.job_type, _list_jobs.queue, _list_jobs.organization_id,
-        _list_jobs.workflow_run_id, _list_jobs.after_id, v_limit;
+    USING p_status, p_job_type, p_queue, p_organization_id,
+        p_workflow_run_id, p_after_id, v_limit;
 END;
 $$;
 

@@ -1,8 +1,8 @@
 -- Set-based UUIDv7 ids for bulk paths (enqueue_jobs).
 --
 -- pgrun.uuidv7() costs a PL/pgSQL call and a strong random draw per id; a
--- 10k-row insert cannot afford that. pgrun._uuidv7_series(count) reserves
--- `count` consecutive (millisecond, counter) slots in one step, using and
+-- 10k-row insert cannot afford that. pgrun._uuidv7_series(p_count) reserves
+-- `p_count` consecutive (millisecond, counter) slots in one step, using and
 -- advancing the same session setting pgrun.uuidv7_state, so ids from both
 -- generators interleave in strictly increasing order within a session. A
 -- batch larger than the 4096 counter values of one millisecond simply runs a
@@ -13,9 +13,9 @@
 -- strong source at backend start), not gen_random_uuid(): ids need to be
 -- unique, not unguessable, and the strong draw costs ten times more.
 --
--- Locks: none. Errors: none (a NULL or non-positive count yields no rows).
+-- Locks: none. Errors: none (a NULL or non-positive p_count yields no rows).
 
-CREATE OR REPLACE FUNCTION pgrun._uuidv7_series(count integer)
+CREATE OR REPLACE FUNCTION pgrun._uuidv7_series(p_count integer)
 RETURNS SETOF uuid
 LANGUAGE plpgsql
 VOLATILE
@@ -33,7 +33,7 @@ DECLARE
     v_first bigint;
     v_last bigint;
 BEGIN
-    IF count IS NULL OR count < 1 THEN
+    IF p_count IS NULL OR p_count < 1 THEN
         RETURN;
     END IF;
     v_first := v_ms * 4096 + v_seq;
@@ -43,7 +43,7 @@ BEGIN
             split_part(v_state, ':', 1)::bigint * 4096 + split_part(v_state, ':', 2)::integer + 1
         );
     END IF;
-    v_last := v_first + count - 1;
+    v_last := v_first + p_count - 1;
     PERFORM set_config('pgrun.uuidv7_state', (v_last / 4096) || ':' || (v_last % 4096), false);
 
     -- high 64 bits: 48-bit ms, version 7, 12-bit counter; low 64 bits: variant 10 + 62 random bits
@@ -56,11 +56,11 @@ BEGIN
             | floor(random() * 2147483648)::bigint
         )
     )::uuid
-    FROM generate_series(0, count - 1) AS g (i);
+    FROM generate_series(0, p_count - 1) AS g (i);
 END;
 $$;
 
 REVOKE EXECUTE ON FUNCTION pgrun._uuidv7_series(integer) FROM public;
 
 COMMENT ON FUNCTION pgrun._uuidv7_series(integer) IS
-'Private: count strictly increasing UUIDv7 ids, in order, continuing the session''s uuidv7() sequence.';
+'Private: p_count strictly increasing UUIDv7 ids, in order, continuing the session''s uuidv7() sequence.';
