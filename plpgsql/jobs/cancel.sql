@@ -74,6 +74,8 @@ BEGIN
         SELECT c.id, 'cancelled', 'queued', 'cancelled', v_job.total_attempts,
             jsonb_build_object('reason', v_reason), v_now
         FROM cancelled AS c;
+        -- A workflow step's job: settle the step and release dependents.
+        PERFORM pgrun._workflow_jobs_finished(ARRAY[v_job.id]);
         RETURN 'cancelled';
     ELSIF v_job.status = 'running' THEN
         IF v_job.cancel_requested_at IS NULL THEN

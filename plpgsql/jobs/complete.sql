@@ -104,6 +104,9 @@ BEGIN
         WHERE i.id NOT IN (SELECT f.id FROM finished AS f)
     ) AS u
     ORDER BY u.ord;
+
+    -- Workflow steps of the jobs that just finished: settle them and release dependents.
+    PERFORM pgrun._workflow_jobs_finished(complete_jobs.job_ids);
 END;
 $$;
 

@@ -117,6 +117,8 @@ BEGIN
     IF v_status IS NULL THEN
         PERFORM pgrun._raise_lease_lost(continue_job.job_id, continue_job.lease_token);
     END IF;
+    -- A pending cancel ended the job: settle its workflow step, if any.
+    PERFORM pgrun._workflow_jobs_finished(ARRAY[continue_job.job_id]);
     RETURN QUERY SELECT
         CASE WHEN v_status = 'queued' THEN 'continued' ELSE 'cancelled' END,
         CASE WHEN v_status = 'queued' THEN v_run_at END;

@@ -187,6 +187,9 @@ BEGIN
         WHERE i.id NOT IN (SELECT f.id FROM failed AS f)
     ) AS u
     ORDER BY u.ord;
+
+    -- Workflow steps of the jobs that just died or were cancelled: settle them, release dependents.
+    PERFORM pgrun._workflow_jobs_finished(fail_jobs.job_ids);
 END;
 $$;
 

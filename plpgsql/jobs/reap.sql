@@ -153,6 +153,12 @@ BEGIN
         CASE WHEN r.new_status = 'queued' THEN r.retry_at END
     FROM reaped AS r
     ORDER BY r.id;
+
+    -- Workflow steps of the jobs that just died or were cancelled (finished in this transaction).
+    PERFORM pgrun._workflow_jobs_finished(ARRAY(
+        SELECT j.id FROM pgrun.jobs AS j
+        WHERE j.finished_at = v_now AND j.workflow_run_id IS NOT NULL AND j.status IN ('dead', 'cancelled')
+    ));
 END;
 $$;
 
