@@ -48,7 +48,7 @@ DECLARE
     -- dependencies on keys outside the steps are then not checked
     v_check_run boolean := p_existing_keys IS NOT NULL;
     v_existing text[] := coalesce(p_existing_keys, '{}');
-    v_unknown text[] := '{}';
+    v_unknown text[] := '{}'::text[];
     v_count integer;
     v_edges integer;
     v_ord integer;
