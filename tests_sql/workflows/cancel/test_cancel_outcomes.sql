@@ -1,7 +1,7 @@
 -- cancel_workflow_run cancels every open step and queued job, asks running jobs to stop
 -- (as cancel_job does), leaves finished steps alone and marks the run cancelled.
 BEGIN;
-SELECT plan(11);
+SELECT plan(13);
 
 -- SETUP: done succeeded, running is claimed, queued is queued, gate waits, later is blocked
 SELECT pgrun_test.freeze_time('2030-01-01 00:00:00+00');
@@ -71,6 +71,10 @@ SELECT throws_ok(format($$SELECT * FROM pgrun.cancel_workflow_run(%L)$$, :'done_
     'RQ001', 'workflow.run_finished', 'a succeeded run cannot be cancelled');
 SELECT throws_ok($$SELECT * FROM pgrun.cancel_workflow_run(gen_random_uuid())$$,
     'RQ002', 'workflow.run_not_found', 'an unknown run');
+SELECT throws_ok(format($$SELECT * FROM pgrun.cancel_workflow_run(%L, organization_id => '22222222-2222-2222-2222-222222222222')$$, :'done_run'),
+    'RQ002', 'workflow.run_not_found', 'another organization''s run');
+SELECT throws_ok($$SELECT * FROM pgrun.cancel_workflow_run(NULL)$$,
+    'RQ003', 'workflow.invalid_argument', 'a NULL run id');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -1,7 +1,7 @@
 -- The run advisory locks each path takes (observed in pg_locks of this session): cancel
 -- the exclusive form, job completion, append and external completion the shared form.
 BEGIN;
-SELECT plan(5);
+SELECT plan(6);
 
 -- SETUP
 CREATE FUNCTION pg_temp.run_lock_mode(p_run uuid) RETURNS text LANGUAGE sql AS $$
@@ -28,6 +28,10 @@ SELECT is(pg_temp.run_lock_mode(:'run'), 'ExclusiveLock,ShareLock', 'cancel take
 
 -- TEST: the key
 SELECT is(pgrun._workflow_lock_key(:'run'), pgrun._workflow_lock_key(:'run'::text::uuid), 'the key is stable per run');
+
+-- TEST: a bad mode is a bug, reported as such
+SELECT throws_ok($$SELECT pgrun._workflow_lock_runs(ARRAY[gen_random_uuid()], 'sideways')$$,
+    'RQ005', 'workflow.internal_error', 'an unknown lock mode');
 
 SELECT * FROM finish();
 ROLLBACK;
