@@ -22,6 +22,9 @@ CREATE TABLE pgrun.workflow_runs (
     idempotency_key text,
     enqueue_request jsonb,
     metadata jsonb NOT NULL DEFAULT '{}',
+    -- steps not yet terminal; kept by every transition under the run row lock, so the
+    -- run status needs no scan of its steps (the run finishes when it reaches 0)
+    open_step_count integer NOT NULL,
     cancel_reason text,
     created_at timestamptz NOT NULL DEFAULT pgrun.now(),
     updated_at timestamptz NOT NULL DEFAULT pgrun.now(),
@@ -34,6 +37,9 @@ CREATE TABLE pgrun.workflow_runs (
         status IN ('running', 'succeeded', 'failed', 'cancelled')
     ),
     CONSTRAINT workflow_runs_finished_check CHECK ((status = 'running') = (finished_at IS NULL)),
+    CONSTRAINT workflow_runs_open_steps_check CHECK (
+        (status = 'running') = (open_step_count > 0) AND open_step_count >= 0
+    ),
     CONSTRAINT workflow_runs_cancel_check CHECK (cancel_reason IS NULL OR status = 'cancelled'),
     CONSTRAINT workflow_runs_name_check CHECK (length(name) BETWEEN 1 AND 200),
     CONSTRAINT workflow_runs_metadata_check CHECK (jsonb_typeof(metadata) = 'object'),

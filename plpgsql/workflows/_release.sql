@@ -19,8 +19,11 @@
 --   dependent into 'skipped'. Dependents that reached zero while blocked are released;
 --   dependents that were just skipped are terminal too, so the loop goes on with them
 --   (the skip cascades, one statement per level).
--- * _workflow_recompute_runs(run_ids): a running run whose steps are all terminal
---   becomes failed (some step failed, was skipped or cancelled) or succeeded.
+-- * _workflow_settle_runs(run_ids, deltas): keeps workflow_runs.open_step_count (the
+--   steps not yet terminal) and the run status: a running run whose count reaches 0
+--   becomes failed (some step failed, was skipped or cancelled) or succeeded. Every path
+--   that opens or closes steps reports it here, under the run row lock, so the status
+--   never needs a scan of the run's steps (only the final failed/succeeded check reads them).
 -- * _workflow_jobs_finished(job_ids): THE hook the job functions call, in their own
 --   transaction, after a job became succeeded, dead or cancelled. See its comment.
 --
@@ -161,7 +164,7 @@ COMMENT ON FUNCTION pgrun._workflow_release_steps(uuid[], text[]) IS
 'Private: release the given blocked steps whose counters are zero (jobs created set-based, externals waiting).';
 
 CREATE OR REPLACE FUNCTION pgrun._workflow_resolve(p_run_ids uuid[], p_step_keys text[])
-RETURNS void
+RETURNS uuid[]
 LANGUAGE plpgsql
 VOLATILE
 SET search_path = ''
@@ -172,6 +175,7 @@ DECLARE
     v_keys text[] := p_step_keys;
     v_release_runs uuid[];
     v_release_keys text[];
+    v_skipped uuid[] := '{}'::uuid[];
 BEGIN
     WHILE coalesce(cardinality(v_keys), 0) > 0 LOOP
         WITH done AS (
@@ -226,16 +230,18 @@ BEGIN
         IF v_release_runs IS NOT NULL THEN
             PERFORM pgrun._workflow_release_steps(v_release_runs, v_release_keys);
         END IF;
+        v_skipped := v_skipped || coalesce(v_runs, '{}'::uuid[]);
     END LOOP;
+    RETURN v_skipped;
 END;
 $$;
 
 REVOKE EXECUTE ON FUNCTION pgrun._workflow_resolve(uuid[], text[]) FROM public;
 
 COMMENT ON FUNCTION pgrun._workflow_resolve(uuid[], text[]) IS
-'Private: resolve the outgoing edges of steps that just became terminal; skip, cascade and release.';
+'Private: resolve the outgoing edges of steps that just became terminal; skip, cascade, release. Returns the run of each skipped step.';
 
-CREATE OR REPLACE FUNCTION pgrun._workflow_recompute_runs(p_run_ids uuid[])
+CREATE OR REPLACE FUNCTION pgrun._workflow_settle_runs(p_run_ids uuid[], p_deltas integer[])
 RETURNS void
 LANGUAGE plpgsql
 VOLATILE
@@ -245,33 +251,30 @@ DECLARE
     v_now timestamptz := pgrun.now();
 BEGIN
     UPDATE pgrun.workflow_runs AS r
-    SET status = x.status,
-        finished_at = CASE WHEN x.status <> 'running' THEN v_now END,
+    SET open_step_count = r.open_step_count + x.delta,
+        status = CASE
+            WHEN r.open_step_count + x.delta > 0 THEN 'running'
+            WHEN EXISTS (
+                SELECT FROM pgrun.workflow_steps AS s
+                WHERE s.run_id = r.id AND s.status IN ('failed', 'skipped', 'cancelled')
+            ) THEN 'failed'
+            ELSE 'succeeded'
+        END,
+        finished_at = CASE WHEN r.open_step_count + x.delta > 0 THEN NULL ELSE v_now END,
         updated_at = v_now
     FROM (
-        SELECT
-            u.id,
-            CASE
-                WHEN EXISTS (
-                    SELECT FROM pgrun.workflow_steps AS s
-                    WHERE s.run_id = u.id AND s.status IN ('blocked', 'released', 'waiting_for_external')
-                ) THEN 'running'
-                WHEN EXISTS (
-                    SELECT FROM pgrun.workflow_steps AS s
-                    WHERE s.run_id = u.id AND s.status IN ('failed', 'skipped', 'cancelled')
-                ) THEN 'failed'
-                ELSE 'succeeded'
-            END AS status
-        FROM (SELECT DISTINCT v.id FROM unnest(p_run_ids) AS v (id)) AS u
+        SELECT u.id, sum(u.delta)::integer AS delta
+        FROM unnest(p_run_ids, p_deltas) AS u (id, delta)
+        GROUP BY u.id
     ) AS x
     WHERE r.id = x.id AND r.status = 'running';
 END;
 $$;
 
-REVOKE EXECUTE ON FUNCTION pgrun._workflow_recompute_runs(uuid[]) FROM public;
+REVOKE EXECUTE ON FUNCTION pgrun._workflow_settle_runs(uuid[], integer[]) FROM public;
 
-COMMENT ON FUNCTION pgrun._workflow_recompute_runs(uuid[]) IS
-'Private: settle the status of running runs whose steps are all terminal (failed or succeeded).';
+COMMENT ON FUNCTION pgrun._workflow_settle_runs(uuid[], integer[]) IS
+'Private: add each delta to its run''s open_step_count; a run reaching 0 becomes failed or succeeded.';
 
 -- The hook the job functions call after a job reached a terminal status, in the same
 -- transaction, with the job rows still locked: complete_job(s), fail_job(s),
@@ -298,19 +301,32 @@ SET search_path = ''
 AS $$
 DECLARE
     v_now timestamptz := pgrun.now();
+    v_job_ids uuid[];
+    v_job_runs uuid[];
+    v_job_keys text[];
+    v_job_statuses text[];
+    v_job_results jsonb[];
     v_runs uuid[];
     v_live uuid[];
     v_done_runs uuid[];
     v_done_keys text[];
 BEGIN
-    SELECT array_agg(DISTINCT j.workflow_run_id ORDER BY j.workflow_run_id) INTO v_runs
+    -- The one query every completion pays: primary-key lookups of the given ids.
+    SELECT
+        array_agg(j.id ORDER BY j.workflow_run_id, j.workflow_step_key),
+        array_agg(j.workflow_run_id ORDER BY j.workflow_run_id, j.workflow_step_key),
+        array_agg(j.workflow_step_key ORDER BY j.workflow_run_id, j.workflow_step_key),
+        array_agg(j.status ORDER BY j.workflow_run_id, j.workflow_step_key),
+        array_agg(j.result ORDER BY j.workflow_run_id, j.workflow_step_key)
+    INTO v_job_ids, v_job_runs, v_job_keys, v_job_statuses, v_job_results
     FROM pgrun.jobs AS j
     WHERE j.id = ANY (p_job_ids)
       AND j.workflow_run_id IS NOT NULL
       AND j.status IN ('succeeded', 'dead', 'cancelled');
-    IF v_runs IS NULL THEN
+    IF v_job_ids IS NULL THEN
         RETURN;
     END IF;
+    SELECT array_agg(DISTINCT r.id ORDER BY r.id) INTO v_runs FROM unnest(v_job_runs) AS r (id);
 
     PERFORM pgrun._workflow_lock_runs(v_runs, 'shared');
 
@@ -326,20 +342,23 @@ BEGIN
         RETURN;
     END IF;
 
+    -- Each step by primary key. "Still released" is spelt finished_at IS NULL (a step with a
+    -- job id and no finished_at is released, by the CHECK constraints): a status test
+    -- would let the planner drive the join from workflow_steps_open_idx, whose estimate
+    -- is far off right after a bulk enqueue, and scan the id arrays once per open step.
     WITH finished AS (
         UPDATE pgrun.workflow_steps AS s
-        SET status = CASE j.status WHEN 'succeeded' THEN 'succeeded' WHEN 'dead' THEN 'failed' ELSE 'cancelled' END,
-            output = CASE WHEN j.status = 'succeeded' THEN j.result END,
+        SET status = CASE f.status WHEN 'succeeded' THEN 'succeeded' WHEN 'dead' THEN 'failed' ELSE 'cancelled' END,
+            output = CASE WHEN f.status = 'succeeded' THEN f.result END,
             finished_at = v_now,
             updated_at = v_now
-        FROM pgrun.jobs AS j
-        WHERE j.id = ANY (p_job_ids)
-          AND j.workflow_run_id = ANY (v_live)
-          AND j.status IN ('succeeded', 'dead', 'cancelled')
-          AND s.run_id = j.workflow_run_id
-          AND s.step_key = j.workflow_step_key
-          AND s.job_id = j.id
-          AND s.status = 'released'
+        FROM unnest(v_job_ids, v_job_runs, v_job_keys, v_job_statuses, v_job_results)
+            AS f (job_id, run_id, step_key, status, result)
+        WHERE f.run_id = ANY (v_live)
+          AND s.run_id = f.run_id
+          AND s.step_key = f.step_key
+          AND s.job_id = f.job_id
+          AND s.finished_at IS NULL
         RETURNING s.run_id, s.step_key
     )
 
@@ -349,8 +368,9 @@ BEGIN
         RETURN;
     END IF;
 
-    PERFORM pgrun._workflow_resolve(v_done_runs, v_done_keys);
-    PERFORM pgrun._workflow_recompute_runs(v_done_runs);
+    -- every finished step, and every step its outcome skipped, closes one open step
+    v_done_runs := v_done_runs || pgrun._workflow_resolve(v_done_runs, v_done_keys);
+    PERFORM pgrun._workflow_settle_runs(v_done_runs, array_fill(-1, ARRAY[cardinality(v_done_runs)]));
 END;
 $$;
 

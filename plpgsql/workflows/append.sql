@@ -52,6 +52,7 @@ DECLARE
     v_bad text;
     v_roots text[];
     v_finished text[];
+    v_skipped uuid[] := '{}'::uuid[];
 BEGIN
     IF append_workflow_steps.run_id IS NULL
         OR length(append_workflow_steps.mutation_key) NOT BETWEEN 1 AND 256 THEN
@@ -173,16 +174,17 @@ BEGIN
       AND NOT e.resolved
       AND p.status IN ('succeeded', 'failed', 'skipped', 'cancelled');
     IF v_finished IS NOT NULL THEN
-        PERFORM pgrun._workflow_resolve(
+        v_skipped := pgrun._workflow_resolve(
             array_fill(append_workflow_steps.run_id, ARRAY[cardinality(v_finished)]), v_finished
         );
     END IF;
 
-    PERFORM pgrun._workflow_recompute_runs(ARRAY[append_workflow_steps.run_id]);
-    UPDATE pgrun.workflow_runs AS r
-    SET updated_at = v_now
-    WHERE r.id = append_workflow_steps.run_id
-    RETURNING r.status INTO v_status;
+    -- The new steps are open, minus those skipped at once.
+    PERFORM pgrun._workflow_settle_runs(
+        append_workflow_steps.run_id || v_skipped,
+        cardinality(v_keys) || array_fill(-1, ARRAY[cardinality(v_skipped)])
+    );
+    SELECT r.status INTO v_status FROM pgrun.workflow_runs AS r WHERE r.id = append_workflow_steps.run_id;
 
     RETURN QUERY SELECT v_mutation_id, true, v_keys, v_status;
 END;

@@ -179,6 +179,7 @@ BEGIN
 
     UPDATE pgrun.workflow_runs AS r
     SET status = 'cancelled',
+        open_step_count = 0,
         cancel_reason = v_reason,
         finished_at = v_now,
         updated_at = v_now

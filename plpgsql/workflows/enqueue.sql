@@ -130,11 +130,12 @@ BEGIN
     END IF;
 
     INSERT INTO pgrun.workflow_runs AS r (
-        name, status, organization_id, idempotency_key, enqueue_request, metadata, created_at, updated_at
+        name, status, organization_id, idempotency_key, enqueue_request, metadata, open_step_count,
+        created_at, updated_at
     )
     VALUES (
         v_name, 'running', v_org, v_key, CASE WHEN v_key IS NOT NULL THEN v_request END, v_metadata,
-        v_now, v_now
+        jsonb_array_length(v_steps), v_now, v_now
     )
     ON CONFLICT (coalesce(organization_id, '00000000-0000-0000-0000-000000000000'::uuid), idempotency_key)
     WHERE idempotency_key IS NOT NULL

@@ -41,6 +41,7 @@ DECLARE
     v_step record;
     v_target text;
     v_run_status text;
+    v_closed uuid[];
 BEGIN
     IF complete_external_step.run_id IS NULL OR complete_external_step.step_key IS NULL
         OR complete_external_step.succeeded IS NULL THEN
@@ -110,8 +111,9 @@ BEGIN
         updated_at = v_now
     WHERE s.run_id = complete_external_step.run_id AND s.step_key = complete_external_step.step_key;
 
-    PERFORM pgrun._workflow_resolve(ARRAY[complete_external_step.run_id], ARRAY[complete_external_step.step_key]);
-    PERFORM pgrun._workflow_recompute_runs(ARRAY[complete_external_step.run_id]);
+    v_closed := complete_external_step.run_id
+        || pgrun._workflow_resolve(ARRAY[complete_external_step.run_id], ARRAY[complete_external_step.step_key]);
+    PERFORM pgrun._workflow_settle_runs(v_closed, array_fill(-1, ARRAY[cardinality(v_closed)]));
 
     SELECT r.status INTO v_run_status FROM pgrun.workflow_runs AS r WHERE r.id = complete_external_step.run_id;
     RETURN QUERY SELECT v_target, v_run_status, true;

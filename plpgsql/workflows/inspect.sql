@@ -178,6 +178,7 @@ RETURNS TABLE (
     organization_id uuid,
     idempotency_key text,
     metadata jsonb,
+    open_step_count integer,
     cancel_reason text,
     created_at timestamptz,
     updated_at timestamptz,
@@ -188,8 +189,8 @@ STABLE
 SET search_path = ''
 AS $$
     SELECT
-        r.id, r.name, r.status, r.organization_id, r.idempotency_key, r.metadata, r.cancel_reason,
-        r.created_at, r.updated_at, r.finished_at
+        r.id, r.name, r.status, r.organization_id, r.idempotency_key, r.metadata, r.open_step_count,
+        r.cancel_reason, r.created_at, r.updated_at, r.finished_at
     FROM pgrun._list_workflow_runs(
         list_workflow_runs.status, list_workflow_runs.organization_id, list_workflow_runs.after_id,
         list_workflow_runs.max_rows
@@ -201,4 +202,5 @@ COMMENT ON FUNCTION pgrun.list_workflow_runs(text, uuid, uuid, integer) IS
 'A page of workflow runs in ascending id (= creation) order, oldest first: pass the last id you got as '
 'after_id for the next page. Filters (NULL = any): status (running, succeeded, failed, cancelled), '
 'organization_id (tenant scope). max_rows 1..1000, default 50. Returns the run columns; get_workflow_run '
-'has the steps. Errors: workflow.invalid_status, workflow.invalid_max_rows (RQ003).';
+'has the steps; open_step_count is how many steps are not finished yet. Errors: workflow.invalid_status, '
+'workflow.invalid_max_rows (RQ003).';

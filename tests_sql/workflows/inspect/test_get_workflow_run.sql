@@ -15,7 +15,8 @@ SELECT pgrun.get_workflow_run(:'run') AS doc \gset
 SELECT is((:'doc'::jsonb) ->> 'id', :'run', 'the id');
 SELECT is((:'doc'::jsonb) - 'steps' - 'dependencies' - 'mutations' - 'id' - 'created_at' - 'updated_at',
     '{"name": "n", "status": "running", "metadata": {"m": true}, "finished_at": null, "cancel_reason": null,
-      "idempotency_key": "k1", "organization_id": "11111111-1111-1111-1111-111111111111"}'::jsonb,
+      "idempotency_key": "k1", "organization_id": "11111111-1111-1111-1111-111111111111",
+      "open_step_count": 3}'::jsonb,
     'the run''s columns, without the request snapshot');
 
 -- TEST: steps

@@ -1,7 +1,7 @@
 -- The run is running while any step is open; then failed if a step failed, was skipped
 -- or was cancelled, else succeeded. It is recomputed on every terminal step.
 BEGIN;
-SELECT plan(9);
+SELECT plan(11);
 
 -- SETUP
 SELECT pgrun_test.freeze_time('2030-01-01 00:00:00+00');
@@ -11,8 +11,10 @@ SELECT pgrun_test.wf_enqueue('{"steps": [{"key": "a", "job_type": "t"}, {"key": 
 SELECT pgrun_test.wf_enqueue('{"steps": [{"key": "a", "job_type": "t"}, {"key": "b", "job_type": "t"}]}') AS cancelled_job \gset
 
 -- TEST: success
+SELECT is((SELECT open_step_count FROM pgrun.workflow_runs WHERE id = :'ok'), 2, 'two open steps at first');
 SELECT pgrun_test.wf_succeed(:'ok', 'a');
 SELECT is(pgrun_test.wf_run_status(:'ok'), 'running', 'running while b is open');
+SELECT is((SELECT open_step_count FROM pgrun.workflow_runs WHERE id = :'ok'), 1, 'one open step left');
 SELECT pgrun_test.advance_time(interval '1 minute');
 SELECT pgrun_test.wf_succeed(:'ok', 'b');
 SELECT results_eq(

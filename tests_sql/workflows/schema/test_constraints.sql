@@ -1,6 +1,6 @@
 -- The workflow tables' CHECK constraints hold the invariants even against direct writes.
 BEGIN;
-SELECT plan(12);
+SELECT plan(13);
 
 -- SETUP
 SELECT pgrun_test.wf_enqueue('{"steps": [{"key": "a", "job_type": "t"}, {"key": "g", "kind": "external"},
@@ -31,8 +31,10 @@ SELECT throws_ok(format($$UPDATE pgrun.workflow_steps SET status = 'waiting_for_
     '23514', NULL, 'only external steps wait for the outside');
 
 -- TEST: runs and edges
-SELECT throws_ok(format($$UPDATE pgrun.workflow_runs SET status = 'succeeded' WHERE id = %L$$, :'run'),
-    '23514', NULL, 'a finished run has finished_at');
+SELECT throws_ok(format($$UPDATE pgrun.workflow_runs SET status = 'succeeded', finished_at = now() WHERE id = %L$$, :'run'),
+    '23514', NULL, 'a finished run has no open steps');
+SELECT throws_ok(format($$UPDATE pgrun.workflow_runs SET open_step_count = 0 WHERE id = %L$$, :'run'),
+    '23514', NULL, 'a running run has open steps');
 SELECT throws_ok(format($$INSERT INTO pgrun.workflow_step_dependencies (run_id, step_key, depends_on_key) VALUES (%L, 'b', 'b')$$, :'run'),
     '23514', NULL, 'no self-edges');
 
