@@ -101,17 +101,3 @@ $$;
 
 COMMENT ON FUNCTION pgrun.uuidv7() IS
 'A time-ordered UUID (version 7). Values strictly increase within a session; every pgrun id comes from here.';
-
-CREATE OR REPLACE FUNCTION pgrun.schema_version()
-RETURNS integer
-LANGUAGE sql
-STABLE
-SET search_path = ''
-AS $$
-    SELECT max(m.version::integer)
-    FROM pgrun.schema_migrations AS m
-    WHERE m.kind = 'versioned'
-$$;
-
-COMMENT ON FUNCTION pgrun.schema_version() IS
-'The highest versioned migration applied to this database (NULL before the first).';

@@ -266,3 +266,32 @@ def test_a_wheel_migrates_from_a_venv_outside_the_checkout(empty_db: str, tmp_pa
         [str(venv / "bin" / "pgrun"), "check-schema"], cwd=outside, env=env, capture_output=True, text=True
     )
     assert check.returncode == 0, check.stderr
+
+
+def test_the_function_tree_may_rename_parameters_change_results_and_drop_functions(
+    db: str, staged_schema: Path, cli_env: dict[str, str]
+) -> None:
+    probe = staged_schema / "plpgsql" / "util" / "zz_probe.sql"
+    probe.parent.mkdir(parents=True, exist_ok=True)
+    probe.write_text(
+        "CREATE OR REPLACE FUNCTION pgrun.probe(first_name int) RETURNS int LANGUAGE sql AS $$ SELECT 1 $$;\n"
+        "COMMENT ON FUNCTION pgrun.probe(int) IS 'probe';\n"
+    )
+    assert run_cli(["migrate"], db, cli_env).returncode == 0
+    # CREATE OR REPLACE alone refuses both of these changes.
+    probe.write_text(
+        "CREATE OR REPLACE FUNCTION pgrun.probe(other_name int) RETURNS text"
+        " LANGUAGE sql AS $$ SELECT 'x' $$;\n"
+        "COMMENT ON FUNCTION pgrun.probe(int) IS 'probe';\n"
+    )
+    result = run_cli(["migrate"], db, cli_env)
+    assert result.returncode == 0, result.stderr
+    with psycopg.connect(db) as conn:
+        assert conn.execute("SELECT pgrun.probe(other_name => 1)").fetchone() == ("x",)
+    probe.unlink()
+    assert run_cli(["migrate"], db, cli_env).returncode == 0
+    with psycopg.connect(db) as conn:
+        assert conn.execute("SELECT to_regprocedure('pgrun.probe(int)')").fetchone() == (None,)
+        # Functions that table definitions use survive the sweep.
+        assert conn.execute("SELECT to_regprocedure('pgrun.uuidv7()') IS NOT NULL").fetchone() == (True,)
+    assert run_cli(["check-schema"], db, cli_env).returncode == 0

@@ -230,6 +230,33 @@ def migrate(dsn: str, log: list[str] | None = None) -> list[str]:
     return applied
 
 
+# Before the plpgsql/ tree is (re)applied, every pgrun function that no table, view or
+# other non-function object depends on is dropped, so a renamed parameter, a changed
+# result type or a removed function never blocks or outlives a migrate. Functions that
+# DDL needs (column defaults such as pgrun.uuidv7()) have dependents and stay.
+PREPARE_TREE = """
+DO $pgrun_prepare$
+DECLARE
+    v_function regprocedure;
+BEGIN
+    FOR v_function IN
+        SELECT p.oid::regprocedure
+        FROM pg_catalog.pg_proc AS p
+        WHERE p.pronamespace = 'pgrun'::regnamespace
+          AND NOT EXISTS (
+              SELECT FROM pg_catalog.pg_depend AS d
+              WHERE d.refclassid = 'pg_catalog.pg_proc'::regclass
+                AND d.refobjid = p.oid
+                AND d.classid <> 'pg_catalog.pg_proc'::regclass
+          )
+        ORDER BY p.oid
+    LOOP
+        EXECUTE format('DROP FUNCTION %s', v_function);
+    END LOOP;
+END;
+$pgrun_prepare$;
+"""
+
 _RECORD = """
 INSERT INTO pgrun.schema_migrations (version, name, kind, checksum)
 VALUES (%(version)s, %(name)s, %(kind)s, %(checksum)s)
@@ -250,6 +277,8 @@ def _apply(conn: psycopg.Connection[tuple[object, ...]], migration: Migration, h
         if history_exists:
             _record(conn, params)
         try:
+            if migration.kind == "repeatable":
+                conn.execute(PREPARE_TREE.encode())
             # No parameters: psycopg sends the text as one simple query, statements and all.
             conn.execute(migration.sql.encode())
         except psycopg.Error as exc:
@@ -310,7 +339,7 @@ SELECT NOT EXISTS (
 \\set pgrun_apply true
 \\endif
 \\if :pgrun_apply
-{sql}
+{prepare}{sql}
 INSERT INTO pgrun.schema_migrations (version, name, kind, checksum)
 VALUES ('{version}', '{name}', '{kind}', '{checksum}')
 ON CONFLICT (version) DO UPDATE
@@ -332,6 +361,7 @@ def sql_bundle() -> str:
                 name=m.name,
                 kind=m.kind,
                 checksum=m.checksum,
+                prepare=PREPARE_TREE.lstrip() if m.kind == "repeatable" else "",
                 sql=m.sql.rstrip(),
             )
         )
