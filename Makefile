@@ -74,6 +74,7 @@ sql-bundle: venv
 # Benchmarks start their own durable embedded server unless DATABASE_URL is set.
 bench: venv sysdeps
 	$(PY) bench/jobs_bench.py $(BENCH_ARGS)
+	$(PY) bench/workflows_bench.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .pgrun .mypy_cache .ruff_cache .pytest_cache dist build
