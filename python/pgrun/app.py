@@ -1,0 +1,254 @@
+"""Handlers: ``App``, ``@app.job``, the job context, and what a handler may return or raise.
+
+    app = App()
+
+    @app.job("email.send", max_attempts=5, timeout=30)
+    async def send(ctx: JobContext) -> dict:
+        await ctx.progress({"stage": "sending"})
+        if not ctx.payload.get("to"):
+            raise Fail("no recipient")              # dead at once
+        ...
+        return {"sent": True}                        # the job's result
+
+A handler is called with one argument, its context. It may be ``async def`` (run on the
+worker's event loop) or a plain ``def`` (run in its own thread, given a ``SyncJobContext``
+whose methods block). What it does next is up to the SQL functions the worker calls:
+
+* return a value → ``complete_jobs`` (the result must be JSON-serialisable);
+* return ``Continue(step, state, delay)`` → ``continue_job``: the same job runs again at
+  ``step`` with ``state``, with a fresh attempt budget (resumable multi-step jobs);
+* raise ``Retry(delay)`` → ``fail_jobs`` retryable, after ``delay`` (None = the type's backoff);
+* raise ``Fail(message, retryable=False)`` → ``fail_jobs``; dead at once unless retryable;
+* raise anything else → ``fail_jobs`` with error code ``crashed`` and the traceback as message;
+* run past the job's ``timeout_seconds`` → ``fail_jobs`` with error code ``timeout``.
+
+Whether a failure is retried or dead is decided by ``fail_jobs`` (attempts left, backoff).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Protocol
+from uuid import UUID
+
+from pgrun.results import ClaimedJob, Json, JsonObject
+
+if TYPE_CHECKING:
+    from pgrun.client import AsyncClient
+    from pgrun.config import Config
+
+Seconds = float | timedelta
+
+
+class Retry(Exception):
+    """Raise to fail this attempt and retry after ``delay`` (None = the job type's backoff)."""
+
+    def __init__(self, delay: Seconds | None = None, message: str = "retry requested") -> None:
+        super().__init__(message)
+        self.delay = delay
+        self.message = message
+
+
+class Fail(Exception):
+    """Raise to fail the job: dead at once unless ``retryable`` (then the retry policy applies)."""
+
+    def __init__(self, message: str = "failed", *, retryable: bool = False, code: str = "failed") -> None:
+        super().__init__(message)
+        self.message = message
+        self.retryable = retryable
+        self.code = code
+
+
+@dataclass(frozen=True)
+class Continue:
+    """Return to end this step and run the same job again at ``step`` with ``state``."""
+
+    step: str
+    state: Json = None
+    delay: Seconds | None = None
+
+
+class _JobIO(Protocol):
+    """What a context needs from the worker: writes under the job's lease."""
+
+    async def progress(self, job: ClaimedJob, data: JsonObject) -> bool: ...
+
+    async def log(self, job: ClaimedJob, message: str, level: str, fields: JsonObject | None) -> None: ...
+
+
+class _ContextBase:
+    def __init__(self, job: ClaimedJob, io: _JobIO, cancelled: threading.Event) -> None:
+        self.job = job
+        self._io = io
+        #: Set when the job should stop: cancel_job was called, the lease was lost, the
+        #: handler ran out of time, or the worker is shutting down past its grace period.
+        self.cancelled = cancelled
+
+    @property
+    def job_id(self) -> UUID:
+        return self.job.job_id
+
+    @property
+    def job_type(self) -> str:
+        return self.job.job_type
+
+    @property
+    def attempt(self) -> int:
+        return self.job.attempt
+
+    @property
+    def max_attempts(self) -> int:
+        return self.job.max_attempts
+
+    @property
+    def step(self) -> str | None:
+        """The resumable step this run is at (None on a job's first step)."""
+        return self.job.step
+
+    @property
+    def state(self) -> Json:
+        """The state the previous step stored with ``Continue`` (None at first)."""
+        return self.job.state
+
+    @property
+    def payload(self) -> JsonObject:
+        return self.job.payload
+
+    @property
+    def is_cancelled(self) -> bool:
+        return self.cancelled.is_set()
+
+
+class JobContext(_ContextBase):
+    """The context an ``async def`` handler gets."""
+
+    async def progress(self, data: JsonObject) -> bool:
+        """Store progress (a small JSON object); returns True when a cancel was requested."""
+        requested = await self._io.progress(self.job, data)
+        if requested:
+            self.cancelled.set()
+        return requested
+
+    async def log(self, message: str, level: str = "info", **fields: Any) -> None:
+        """Append a line to this attempt's log (pgrun.job_logs)."""
+        await self._io.log(self.job, message, level, fields or None)
+
+    async def wait_cancelled(self, timeout: float | None = None) -> bool:
+        """Sleep until the job is asked to stop (or ``timeout``); returns whether it was."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while not self.cancelled.is_set():
+            if deadline is not None and loop.time() >= deadline:
+                return False
+            await asyncio.sleep(0.05)
+        return True
+
+
+class SyncJobContext(_ContextBase):
+    """The context a plain ``def`` handler gets: the same calls, blocking."""
+
+    def __init__(
+        self, job: ClaimedJob, io: _JobIO, cancelled: threading.Event, loop: asyncio.AbstractEventLoop
+    ) -> None:
+        super().__init__(job, io, cancelled)
+        self._loop = loop
+
+    def progress(self, data: JsonObject) -> bool:
+        requested = asyncio.run_coroutine_threadsafe(self._io.progress(self.job, data), self._loop).result()
+        if requested:
+            self.cancelled.set()
+        return requested
+
+    def log(self, message: str, level: str = "info", **fields: Any) -> None:
+        asyncio.run_coroutine_threadsafe(
+            self._io.log(self.job, message, level, fields or None), self._loop
+        ).result()
+
+
+AsyncHandler = Callable[[JobContext], Awaitable[Any]]
+SyncHandler = Callable[[SyncJobContext], Any]
+Handler = AsyncHandler | SyncHandler
+
+
+@dataclass(frozen=True)
+class JobType:
+    """A registered handler and the definition the worker upserts for its type at start."""
+
+    job_type: str
+    handler: Handler
+    is_async: bool
+    queue: str | None = None
+    priority: int | None = None
+    max_attempts: int | None = None
+    timeout: int | None = None
+    backoff_base_seconds: float | None = None
+    backoff_max_seconds: float | None = None
+    backoff_jitter: float | None = None
+
+
+class Loop(Protocol):
+    """A long-running loop ``pgrun worker`` runs beside the others on one pool."""
+
+    name: str
+
+    async def run(self, stop: asyncio.Event) -> None: ...
+
+
+#: Builds a loop from the shared client and configuration (see pgrun.runner).
+LoopFactory = Callable[["AsyncClient", "Config"], Loop]
+
+
+@dataclass
+class App:
+    """A registry of job handlers (and of extra loops, e.g. the scheduler's)."""
+
+    name: str = "pgrun"
+    job_types: dict[str, JobType] = field(default_factory=dict)
+    #: Extra loops ``pgrun worker`` starts next to worker and reaper, by name.
+    loops: dict[str, LoopFactory] = field(default_factory=dict)
+
+    def job(
+        self,
+        job_type: str,
+        *,
+        queue: str | None = None,
+        priority: int | None = None,
+        max_attempts: int | None = None,
+        timeout: int | None = None,
+        backoff_base_seconds: float | None = None,
+        backoff_max_seconds: float | None = None,
+        backoff_jitter: float | None = None,
+    ) -> Callable[[Handler], Handler]:
+        """Register the decorated function as the handler of ``job_type``.
+
+        The keyword arguments are the type's definition (upsert_job_definition at worker
+        start): jobs enqueued without their own values take them. ``timeout`` is in seconds.
+        """
+
+        def register(handler: Handler) -> Handler:
+            if job_type in self.job_types:
+                raise ValueError(f"job type {job_type!r} already has a handler")
+            self.job_types[job_type] = JobType(
+                job_type=job_type,
+                handler=handler,
+                is_async=inspect.iscoroutinefunction(handler),
+                queue=queue,
+                priority=priority,
+                max_attempts=max_attempts,
+                timeout=timeout,
+                backoff_base_seconds=backoff_base_seconds,
+                backoff_max_seconds=backoff_max_seconds,
+                backoff_jitter=backoff_jitter,
+            )
+            return handler
+
+        return register
+
+    def add_loop(self, name: str, factory: LoopFactory) -> None:
+        """Run another loop in ``pgrun worker`` (the hook the cron scheduler uses)."""
+        self.loops[name] = factory

@@ -1,0 +1,857 @@
+"""Client and AsyncClient: one typed method per public pgrun SQL function.
+
+Both wrap a psycopg connection pool (autocommit: each call is one transaction, the function's
+own). They only pass arguments and shape results: every decision is the SQL function's. The
+SQL text lives in ``pgrun.queries``; a pgrun error comes back as the ``pgrun.errors`` class of
+its SQLSTATE category, translated in one place (``_pgrun_errors``), raised ``from`` the
+psycopg error.
+The two classes have the same methods with the same signatures; change them together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from types import TracebackType
+from typing import Any, Protocol, TypeVar
+from uuid import UUID
+
+import psycopg
+from psycopg.rows import class_row
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
+
+from pgrun import queries as q
+from pgrun.errors import translate
+from pgrun.results import (
+    AppendResult,
+    BatchOutcome,
+    CancelRunResult,
+    ClaimedJob,
+    EnqueuedBatchItem,
+    EnqueuedJob,
+    EnqueuedRun,
+    ExternalStepResult,
+    Heartbeat,
+    JobDefinition,
+    JobMetrics,
+    JobSummary,
+    Json,
+    JsonObject,
+    Outcome,
+    QueueDepth,
+    ReapedJob,
+    RuntimeConfig,
+    WorkflowRunSummary,
+)
+
+T = TypeVar("T")
+#: A job or run id: a UUID, or its text.
+Id = UUID | str
+#: A duration: seconds, or a timedelta.
+Seconds = float | timedelta
+
+
+class WorkflowLike(Protocol):
+    def spec(self) -> JsonObject: ...
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One element of fail_jobs."""
+
+    job_id: Id
+    lease_token: Id
+    error_code: str | None = None
+    message: str | None = None
+    retryable: bool = True
+    retry_delay: Seconds | None = None
+
+
+@contextmanager
+def _pgrun_errors() -> Iterator[None]:
+    """The one place a psycopg error becomes a pgrun exception (other errors pass through)."""
+    try:
+        yield
+    except psycopg.Error as err:
+        translated = translate(err)
+        if translated is None:
+            raise
+        raise translated from err
+
+
+def _json(value: Any) -> Jsonb | None:
+    return None if value is None else Jsonb(value)
+
+
+def _interval(value: Seconds | None) -> timedelta | None:
+    if value is None or isinstance(value, timedelta):
+        return value
+    return timedelta(seconds=value)
+
+
+def _list(values: Sequence[str] | None) -> list[str] | None:
+    return None if values is None else list(values)
+
+
+def _spec(spec: JsonObject | WorkflowLike) -> JsonObject:
+    return spec if isinstance(spec, dict) else spec.spec()
+
+
+def _pool_kwargs() -> dict[str, Any]:
+    return {"autocommit": True}
+
+
+class Client:
+    """Blocking client over a ``psycopg_pool.ConnectionPool``."""
+
+    def __init__(self, pool: ConnectionPool) -> None:
+        self.pool = pool
+
+    @classmethod
+    def connect(cls, dsn: str, *, min_size: int = 1, max_size: int = 4) -> Client:
+        """A client with its own pool (closed by ``close()`` or the ``with`` block)."""
+        pool: ConnectionPool = ConnectionPool(
+            dsn,
+            min_size=min_size,
+            max_size=max_size,
+            kwargs=_pool_kwargs(),
+            check=ConnectionPool.check_connection,
+            open=False,
+        )
+        pool.open(wait=True)
+        return cls(pool)
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _all(self, query: str, params: dict[str, Any], row: type[T]) -> list[T]:
+        with _pgrun_errors(), self.pool.connection() as conn, conn.cursor(row_factory=class_row(row)) as cur:
+            cur.execute(query, params)
+            return cur.fetchall()
+
+    def _one(self, query: str, params: dict[str, Any], row: type[T]) -> T:
+        rows = self._all(query, params, row)
+        return rows[0]
+
+    def _scalar(self, query: str, params: dict[str, Any]) -> Any:
+        with _pgrun_errors(), self.pool.connection() as conn:
+            found = conn.execute(query, params).fetchone()
+            return None if found is None else found[0]
+
+    def enqueue_job(
+        self,
+        job_type: str,
+        payload: JsonObject | None = None,
+        *,
+        queue: str | None = None,
+        priority: int | None = None,
+        run_at: datetime | None = None,
+        delay: Seconds | None = None,
+        max_attempts: int | None = None,
+        timeout_seconds: int | None = None,
+        idempotency_key: str | None = None,
+        organization_id: Id | None = None,
+    ) -> EnqueuedJob:
+        """Enqueue one job (pgrun.enqueue_job); left-out settings come from the job type's definition."""
+        params: dict[str, Any] = dict(
+            job_type=job_type,
+            payload=_json(payload),
+            queue=queue,
+            priority=priority,
+            run_at=run_at,
+            delay=_interval(delay),
+            max_attempts=max_attempts,
+            timeout_seconds=timeout_seconds,
+            idempotency_key=idempotency_key,
+            organization_id=organization_id,
+        )
+        return self._one(q.ENQUEUE_JOB, params, EnqueuedJob)
+
+    def enqueue_jobs(self, jobs: Sequence[JsonObject]) -> list[EnqueuedBatchItem]:
+        """Enqueue many jobs in one statement (pgrun.enqueue_jobs), keyed like enqueue_job."""
+        params: dict[str, Any] = dict(jobs=Jsonb(list(jobs)))
+        return self._all(q.ENQUEUE_JOBS, params, EnqueuedBatchItem)
+
+    def claim_jobs(
+        self,
+        worker_id: str,
+        *,
+        lease_seconds: int = 30,
+        max_jobs: int = 1,
+        queues: Sequence[str] | None = None,
+        job_types: Sequence[str] | None = None,
+    ) -> list[ClaimedJob]:
+        """Claim up to max_jobs ready jobs under fresh leases (pgrun.claim_jobs)."""
+        params: dict[str, Any] = dict(
+            worker_id=worker_id,
+            lease_seconds=lease_seconds,
+            max_jobs=max_jobs,
+            queues=_list(queues),
+            job_types=_list(job_types),
+        )
+        return self._all(q.CLAIM_JOBS, params, ClaimedJob)
+
+    def heartbeat_jobs(
+        self, worker_id: str, leases: Sequence[tuple[Id, Id]], *, lease_seconds: int = 30
+    ) -> list[Heartbeat]:
+        """Renew (job_id, lease_token) leases in one statement (pgrun.heartbeat_jobs)."""
+        params: dict[str, Any] = dict(
+            worker_id=worker_id,
+            lease_seconds=lease_seconds,
+            job_ids=[j for j, _ in leases],
+            lease_tokens=[t for _, t in leases],
+        )
+        return self._all(q.HEARTBEAT_JOBS, params, Heartbeat)
+
+    def complete_job(self, job_id: Id, lease_token: Id, result: Json = None) -> str:
+        """Complete a job under its lease (pgrun.complete_job); returns succeeded or cancelled."""
+        params: dict[str, Any] = dict(job_id=job_id, lease_token=lease_token, result=_json(result))
+        value: str = self._scalar(q.COMPLETE_JOB, params)
+        return value
+
+    def complete_jobs(self, completions: Sequence[tuple[Id, Id, Json]]) -> list[BatchOutcome]:
+        """Complete (job_id, lease_token, result) triples (pgrun.complete_jobs), in order."""
+        params: dict[str, Any] = dict(
+            job_ids=[c[0] for c in completions],
+            lease_tokens=[c[1] for c in completions],
+            results=Jsonb([c[2] for c in completions]),
+        )
+        return self._all(q.COMPLETE_JOBS, params, BatchOutcome)
+
+    def fail_job(
+        self,
+        job_id: Id,
+        lease_token: Id,
+        *,
+        error_code: str | None = None,
+        message: str | None = None,
+        retryable: bool = True,
+        retry_delay: Seconds | None = None,
+    ) -> Outcome:
+        """Fail a job under its lease (pgrun.fail_job): retried, dead or cancelled as the SQL decides."""
+        params: dict[str, Any] = dict(
+            job_id=job_id,
+            lease_token=lease_token,
+            error_code=error_code,
+            message=message,
+            retryable=retryable,
+            retry_delay=_interval(retry_delay),
+        )
+        return self._one(q.FAIL_JOB, params, Outcome)
+
+    def fail_jobs(self, failures: Sequence[Failure]) -> list[BatchOutcome]:
+        """Fail a batch in one statement (pgrun.fail_jobs); one outcome per job, in order."""
+        params: dict[str, Any] = dict(
+            job_ids=[f.job_id for f in failures],
+            lease_tokens=[f.lease_token for f in failures],
+            error_codes=[f.error_code for f in failures],
+            messages=[f.message for f in failures],
+            retryable=[f.retryable for f in failures],
+            retry_delays=[_interval(f.retry_delay) for f in failures],
+        )
+        return self._all(q.FAIL_JOBS, params, BatchOutcome)
+
+    def continue_job(
+        self, job_id: Id, lease_token: Id, next_step: str, *, state: Json = None, delay: Seconds | None = None
+    ) -> Outcome:
+        """Queue the same job at next_step (pgrun.continue_job); state None keeps it."""
+        params: dict[str, Any] = dict(
+            job_id=job_id,
+            lease_token=lease_token,
+            next_step=next_step,
+            state=_json(state),
+            delay=_interval(delay),
+        )
+        return self._one(q.CONTINUE_JOB, params, Outcome)
+
+    def report_progress(self, job_id: Id, lease_token: Id, progress: JsonObject) -> bool:
+        """Store the job's progress (pgrun.report_progress); returns True when a cancel was requested."""
+        params: dict[str, Any] = dict(job_id=job_id, lease_token=lease_token, progress=_json(progress))
+        value: bool = self._scalar(q.REPORT_PROGRESS, params)
+        return value
+
+    def append_job_log(
+        self,
+        job_id: Id,
+        lease_token: Id,
+        message: str,
+        *,
+        level: str = "info",
+        fields: JsonObject | None = None,
+    ) -> int:
+        """Append a log line to the job's current attempt (pgrun.append_job_log); returns its id."""
+        params: dict[str, Any] = dict(
+            job_id=job_id, lease_token=lease_token, message=message, level=level, fields=_json(fields)
+        )
+        value: int = self._scalar(q.APPEND_JOB_LOG, params)
+        return value
+
+    def cancel_job(self, job_id: Id, *, reason: str | None = None, organization_id: Id | None = None) -> str:
+        """Cancel a job (pgrun.cancel_job); returns cancelled or cancel_requested."""
+        params: dict[str, Any] = dict(job_id=job_id, reason=reason, organization_id=organization_id)
+        value: str = self._scalar(q.CANCEL_JOB, params)
+        return value
+
+    def requeue_job(
+        self, job_id: Id, *, organization_id: Id | None = None, run_at: datetime | None = None
+    ) -> datetime:
+        """Put a dead or cancelled job back in the queue (pgrun.requeue_job); returns its run_at."""
+        params: dict[str, Any] = dict(job_id=job_id, organization_id=organization_id, run_at=run_at)
+        value: datetime = self._scalar(q.REQUEUE_JOB, params)
+        return value
+
+    def reap_expired_leases(
+        self, *, max_jobs: int = 1000, retry_delay: Seconds | None = None
+    ) -> list[ReapedJob]:
+        """Recover running jobs whose lease expired (pgrun.reap_expired_leases)."""
+        params: dict[str, Any] = dict(max_jobs=max_jobs, retry_delay=_interval(retry_delay))
+        return self._all(q.REAP_EXPIRED_LEASES, params, ReapedJob)
+
+    def purge_finished_jobs(
+        self, older_than: Seconds, *, max_jobs: int = 10000, organization_id: Id | None = None
+    ) -> int:
+        """Delete finished jobs older than older_than (pgrun.purge_finished_jobs); returns how many."""
+        params: dict[str, Any] = dict(
+            older_than=_interval(older_than), max_jobs=max_jobs, organization_id=organization_id
+        )
+        value: int = self._scalar(q.PURGE_FINISHED_JOBS, params)
+        return value
+
+    def get_job(self, job_id: Id, *, organization_id: Id | None = None) -> JsonObject:
+        """One job with its attempts and dead letters (pgrun.get_job)."""
+        params: dict[str, Any] = dict(job_id=job_id, organization_id=organization_id)
+        value: JsonObject = self._scalar(q.GET_JOB, params)
+        return value
+
+    def list_jobs(
+        self,
+        *,
+        status: str | None = None,
+        job_type: str | None = None,
+        queue: str | None = None,
+        organization_id: Id | None = None,
+        workflow_run_id: Id | None = None,
+        after_id: Id | None = None,
+        max_rows: int = 50,
+    ) -> list[JobSummary]:
+        """A page of jobs, oldest first (pgrun.list_jobs); pass the last id as after_id for the next page."""
+        params: dict[str, Any] = dict(
+            status=status,
+            job_type=job_type,
+            queue=queue,
+            organization_id=organization_id,
+            workflow_run_id=workflow_run_id,
+            after_id=after_id,
+            max_rows=max_rows,
+        )
+        return self._all(q.LIST_JOBS, params, JobSummary)
+
+    def upsert_job_definition(
+        self,
+        job_type: str,
+        *,
+        queue: str | None = None,
+        priority: int | None = None,
+        max_attempts: int | None = None,
+        timeout_seconds: int | None = None,
+        backoff_base_seconds: float | None = None,
+        backoff_max_seconds: float | None = None,
+        backoff_jitter: float | None = None,
+    ) -> JobDefinition:
+        """State a job type's definition (pgrun.upsert_job_definition); None = default."""
+        params: dict[str, Any] = dict(
+            job_type=job_type,
+            queue=queue,
+            priority=priority,
+            max_attempts=max_attempts,
+            timeout_seconds=timeout_seconds,
+            backoff_base_seconds=backoff_base_seconds,
+            backoff_max_seconds=backoff_max_seconds,
+            backoff_jitter=backoff_jitter,
+        )
+        return self._one(q.UPSERT_JOB_DEFINITION, params, JobDefinition)
+
+    def set_job_runtime_config(
+        self,
+        job_type: str,
+        *,
+        paused: bool | None = None,
+        max_concurrency: int | None = None,
+        clear_max_concurrency: bool = False,
+    ) -> RuntimeConfig:
+        """Pause/resume or cap a job type (pgrun.set_job_runtime_config); None = leave it."""
+        params: dict[str, Any] = dict(
+            job_type=job_type,
+            paused=paused,
+            max_concurrency=max_concurrency,
+            clear_max_concurrency=clear_max_concurrency,
+        )
+        return self._one(q.SET_JOB_RUNTIME_CONFIG, params, RuntimeConfig)
+
+    def queue_depth(self) -> list[QueueDepth]:
+        """Ready, delayed and running jobs per queue and type (view pgrun.queue_depth)."""
+        params: dict[str, Any] = {}
+        return self._all(q.QUEUE_DEPTH, params, QueueDepth)
+
+    def job_metrics(self) -> list[JobMetrics]:
+        """Counts, rates and latencies per type and queue (view pgrun.job_metrics)."""
+        params: dict[str, Any] = {}
+        return self._all(q.JOB_METRICS, params, JobMetrics)
+
+    def enqueue_workflow(self, spec: JsonObject | WorkflowLike) -> EnqueuedRun:
+        """Start a workflow run (pgrun.enqueue_workflow) from a spec dict or a pgrun.workflow.Workflow."""
+        params: dict[str, Any] = dict(spec=Jsonb(_spec(spec)))
+        return self._one(q.ENQUEUE_WORKFLOW, params, EnqueuedRun)
+
+    def complete_external_step(
+        self,
+        run_id: Id,
+        step_key: str,
+        *,
+        succeeded: bool = True,
+        output: Json = None,
+        organization_id: Id | None = None,
+    ) -> ExternalStepResult:
+        """Close a waiting external step (pgrun.complete_external_step)."""
+        params: dict[str, Any] = dict(
+            run_id=run_id,
+            step_key=step_key,
+            succeeded=succeeded,
+            output=_json(output),
+            organization_id=organization_id,
+        )
+        return self._one(q.COMPLETE_EXTERNAL_STEP, params, ExternalStepResult)
+
+    def append_workflow_steps(
+        self,
+        run_id: Id,
+        steps: Sequence[JsonObject],
+        *,
+        mutation_key: str | None = None,
+        organization_id: Id | None = None,
+    ) -> AppendResult:
+        """Add steps to a running run (pgrun.append_workflow_steps); idempotent per mutation_key."""
+        params: dict[str, Any] = dict(
+            run_id=run_id,
+            mutation_key=mutation_key,
+            steps=Jsonb(list(steps)),
+            organization_id=organization_id,
+        )
+        return self._one(q.APPEND_WORKFLOW_STEPS, params, AppendResult)
+
+    def cancel_workflow_run(
+        self, run_id: Id, *, reason: str | None = None, organization_id: Id | None = None
+    ) -> CancelRunResult:
+        """Cancel a running workflow run (pgrun.cancel_workflow_run)."""
+        params: dict[str, Any] = dict(run_id=run_id, reason=reason, organization_id=organization_id)
+        return self._one(q.CANCEL_WORKFLOW_RUN, params, CancelRunResult)
+
+    def get_workflow_run(self, run_id: Id, *, organization_id: Id | None = None) -> JsonObject:
+        """One run with its steps, dependencies and mutations (pgrun.get_workflow_run)."""
+        params: dict[str, Any] = dict(run_id=run_id, organization_id=organization_id)
+        value: JsonObject = self._scalar(q.GET_WORKFLOW_RUN, params)
+        return value
+
+    def list_workflow_runs(
+        self,
+        *,
+        status: str | None = None,
+        organization_id: Id | None = None,
+        after_id: Id | None = None,
+        max_rows: int = 50,
+    ) -> list[WorkflowRunSummary]:
+        """A page of runs, oldest first (pgrun.list_workflow_runs)."""
+        params: dict[str, Any] = dict(
+            status=status, organization_id=organization_id, after_id=after_id, max_rows=max_rows
+        )
+        return self._all(q.LIST_WORKFLOW_RUNS, params, WorkflowRunSummary)
+
+
+class AsyncClient:
+    """asyncio client over a ``psycopg_pool.AsyncConnectionPool``; the methods of Client, awaited."""
+
+    def __init__(self, pool: AsyncConnectionPool) -> None:
+        self.pool = pool
+
+    @classmethod
+    async def connect(cls, dsn: str, *, min_size: int = 1, max_size: int = 4) -> AsyncClient:
+        """A client with its own pool (closed by ``close()`` or the ``async with`` block)."""
+        pool: AsyncConnectionPool = AsyncConnectionPool(
+            dsn,
+            min_size=min_size,
+            max_size=max_size,
+            kwargs=_pool_kwargs(),
+            check=AsyncConnectionPool.check_connection,
+            open=False,
+        )
+        await pool.open(wait=True)
+        return cls(pool)
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def _all(self, query: str, params: dict[str, Any], row: type[T]) -> list[T]:
+        with _pgrun_errors():
+            async with self.pool.connection() as conn, conn.cursor(row_factory=class_row(row)) as cur:
+                await cur.execute(query, params)
+                return await cur.fetchall()
+
+    async def _one(self, query: str, params: dict[str, Any], row: type[T]) -> T:
+        rows = await self._all(query, params, row)
+        return rows[0]
+
+    async def _scalar(self, query: str, params: dict[str, Any]) -> Any:
+        with _pgrun_errors():
+            async with self.pool.connection() as conn:
+                cur = await conn.execute(query, params)
+                found = await cur.fetchone()
+                return None if found is None else found[0]
+
+    async def enqueue_job(
+        self,
+        job_type: str,
+        payload: JsonObject | None = None,
+        *,
+        queue: str | None = None,
+        priority: int | None = None,
+        run_at: datetime | None = None,
+        delay: Seconds | None = None,
+        max_attempts: int | None = None,
+        timeout_seconds: int | None = None,
+        idempotency_key: str | None = None,
+        organization_id: Id | None = None,
+    ) -> EnqueuedJob:
+        """Enqueue one job (pgrun.enqueue_job); left-out settings come from the job type's definition."""
+        params: dict[str, Any] = dict(
+            job_type=job_type,
+            payload=_json(payload),
+            queue=queue,
+            priority=priority,
+            run_at=run_at,
+            delay=_interval(delay),
+            max_attempts=max_attempts,
+            timeout_seconds=timeout_seconds,
+            idempotency_key=idempotency_key,
+            organization_id=organization_id,
+        )
+        return await self._one(q.ENQUEUE_JOB, params, EnqueuedJob)
+
+    async def enqueue_jobs(self, jobs: Sequence[JsonObject]) -> list[EnqueuedBatchItem]:
+        """Enqueue many jobs in one statement (pgrun.enqueue_jobs), keyed like enqueue_job."""
+        params: dict[str, Any] = dict(jobs=Jsonb(list(jobs)))
+        return await self._all(q.ENQUEUE_JOBS, params, EnqueuedBatchItem)
+
+    async def claim_jobs(
+        self,
+        worker_id: str,
+        *,
+        lease_seconds: int = 30,
+        max_jobs: int = 1,
+        queues: Sequence[str] | None = None,
+        job_types: Sequence[str] | None = None,
+    ) -> list[ClaimedJob]:
+        """Claim up to max_jobs ready jobs under fresh leases (pgrun.claim_jobs)."""
+        params: dict[str, Any] = dict(
+            worker_id=worker_id,
+            lease_seconds=lease_seconds,
+            max_jobs=max_jobs,
+            queues=_list(queues),
+            job_types=_list(job_types),
+        )
+        return await self._all(q.CLAIM_JOBS, params, ClaimedJob)
+
+    async def heartbeat_jobs(
+        self, worker_id: str, leases: Sequence[tuple[Id, Id]], *, lease_seconds: int = 30
+    ) -> list[Heartbeat]:
+        """Renew (job_id, lease_token) leases in one statement (pgrun.heartbeat_jobs)."""
+        params: dict[str, Any] = dict(
+            worker_id=worker_id,
+            lease_seconds=lease_seconds,
+            job_ids=[j for j, _ in leases],
+            lease_tokens=[t for _, t in leases],
+        )
+        return await self._all(q.HEARTBEAT_JOBS, params, Heartbeat)
+
+    async def complete_job(self, job_id: Id, lease_token: Id, result: Json = None) -> str:
+        """Complete a job under its lease (pgrun.complete_job); returns succeeded or cancelled."""
+        params: dict[str, Any] = dict(job_id=job_id, lease_token=lease_token, result=_json(result))
+        value: str = await self._scalar(q.COMPLETE_JOB, params)
+        return value
+
+    async def complete_jobs(self, completions: Sequence[tuple[Id, Id, Json]]) -> list[BatchOutcome]:
+        """Complete (job_id, lease_token, result) triples (pgrun.complete_jobs), in order."""
+        params: dict[str, Any] = dict(
+            job_ids=[c[0] for c in completions],
+            lease_tokens=[c[1] for c in completions],
+            results=Jsonb([c[2] for c in completions]),
+        )
+        return await self._all(q.COMPLETE_JOBS, params, BatchOutcome)
+
+    async def fail_job(
+        self,
+        job_id: Id,
+        lease_token: Id,
+        *,
+        error_code: str | None = None,
+        message: str | None = None,
+        retryable: bool = True,
+        retry_delay: Seconds | None = None,
+    ) -> Outcome:
+        """Fail a job under its lease (pgrun.fail_job): retried, dead or cancelled as the SQL decides."""
+        params: dict[str, Any] = dict(
+            job_id=job_id,
+            lease_token=lease_token,
+            error_code=error_code,
+            message=message,
+            retryable=retryable,
+            retry_delay=_interval(retry_delay),
+        )
+        return await self._one(q.FAIL_JOB, params, Outcome)
+
+    async def fail_jobs(self, failures: Sequence[Failure]) -> list[BatchOutcome]:
+        """Fail a batch in one statement (pgrun.fail_jobs); one outcome per job, in order."""
+        params: dict[str, Any] = dict(
+            job_ids=[f.job_id for f in failures],
+            lease_tokens=[f.lease_token for f in failures],
+            error_codes=[f.error_code for f in failures],
+            messages=[f.message for f in failures],
+            retryable=[f.retryable for f in failures],
+            retry_delays=[_interval(f.retry_delay) for f in failures],
+        )
+        return await self._all(q.FAIL_JOBS, params, BatchOutcome)
+
+    async def continue_job(
+        self, job_id: Id, lease_token: Id, next_step: str, *, state: Json = None, delay: Seconds | None = None
+    ) -> Outcome:
+        """Queue the same job at next_step (pgrun.continue_job); state None keeps it."""
+        params: dict[str, Any] = dict(
+            job_id=job_id,
+            lease_token=lease_token,
+            next_step=next_step,
+            state=_json(state),
+            delay=_interval(delay),
+        )
+        return await self._one(q.CONTINUE_JOB, params, Outcome)
+
+    async def report_progress(self, job_id: Id, lease_token: Id, progress: JsonObject) -> bool:
+        """Store the job's progress (pgrun.report_progress); returns True when a cancel was requested."""
+        params: dict[str, Any] = dict(job_id=job_id, lease_token=lease_token, progress=_json(progress))
+        value: bool = await self._scalar(q.REPORT_PROGRESS, params)
+        return value
+
+    async def append_job_log(
+        self,
+        job_id: Id,
+        lease_token: Id,
+        message: str,
+        *,
+        level: str = "info",
+        fields: JsonObject | None = None,
+    ) -> int:
+        """Append a log line to the job's current attempt (pgrun.append_job_log); returns its id."""
+        params: dict[str, Any] = dict(
+            job_id=job_id, lease_token=lease_token, message=message, level=level, fields=_json(fields)
+        )
+        value: int = await self._scalar(q.APPEND_JOB_LOG, params)
+        return value
+
+    async def cancel_job(
+        self, job_id: Id, *, reason: str | None = None, organization_id: Id | None = None
+    ) -> str:
+        """Cancel a job (pgrun.cancel_job); returns cancelled or cancel_requested."""
+        params: dict[str, Any] = dict(job_id=job_id, reason=reason, organization_id=organization_id)
+        value: str = await self._scalar(q.CANCEL_JOB, params)
+        return value
+
+    async def requeue_job(
+        self, job_id: Id, *, organization_id: Id | None = None, run_at: datetime | None = None
+    ) -> datetime:
+        """Put a dead or cancelled job back in the queue (pgrun.requeue_job); returns its run_at."""
+        params: dict[str, Any] = dict(job_id=job_id, organization_id=organization_id, run_at=run_at)
+        value: datetime = await self._scalar(q.REQUEUE_JOB, params)
+        return value
+
+    async def reap_expired_leases(
+        self, *, max_jobs: int = 1000, retry_delay: Seconds | None = None
+    ) -> list[ReapedJob]:
+        """Recover running jobs whose lease expired (pgrun.reap_expired_leases)."""
+        params: dict[str, Any] = dict(max_jobs=max_jobs, retry_delay=_interval(retry_delay))
+        return await self._all(q.REAP_EXPIRED_LEASES, params, ReapedJob)
+
+    async def purge_finished_jobs(
+        self, older_than: Seconds, *, max_jobs: int = 10000, organization_id: Id | None = None
+    ) -> int:
+        """Delete finished jobs older than older_than (pgrun.purge_finished_jobs); returns how many."""
+        params: dict[str, Any] = dict(
+            older_than=_interval(older_than), max_jobs=max_jobs, organization_id=organization_id
+        )
+        value: int = await self._scalar(q.PURGE_FINISHED_JOBS, params)
+        return value
+
+    async def get_job(self, job_id: Id, *, organization_id: Id | None = None) -> JsonObject:
+        """One job with its attempts and dead letters (pgrun.get_job)."""
+        params: dict[str, Any] = dict(job_id=job_id, organization_id=organization_id)
+        value: JsonObject = await self._scalar(q.GET_JOB, params)
+        return value
+
+    async def list_jobs(
+        self,
+        *,
+        status: str | None = None,
+        job_type: str | None = None,
+        queue: str | None = None,
+        organization_id: Id | None = None,
+        workflow_run_id: Id | None = None,
+        after_id: Id | None = None,
+        max_rows: int = 50,
+    ) -> list[JobSummary]:
+        """A page of jobs, oldest first (pgrun.list_jobs); pass the last id as after_id for the next page."""
+        params: dict[str, Any] = dict(
+            status=status,
+            job_type=job_type,
+            queue=queue,
+            organization_id=organization_id,
+            workflow_run_id=workflow_run_id,
+            after_id=after_id,
+            max_rows=max_rows,
+        )
+        return await self._all(q.LIST_JOBS, params, JobSummary)
+
+    async def upsert_job_definition(
+        self,
+        job_type: str,
+        *,
+        queue: str | None = None,
+        priority: int | None = None,
+        max_attempts: int | None = None,
+        timeout_seconds: int | None = None,
+        backoff_base_seconds: float | None = None,
+        backoff_max_seconds: float | None = None,
+        backoff_jitter: float | None = None,
+    ) -> JobDefinition:
+        """State a job type's definition (pgrun.upsert_job_definition); None = default."""
+        params: dict[str, Any] = dict(
+            job_type=job_type,
+            queue=queue,
+            priority=priority,
+            max_attempts=max_attempts,
+            timeout_seconds=timeout_seconds,
+            backoff_base_seconds=backoff_base_seconds,
+            backoff_max_seconds=backoff_max_seconds,
+            backoff_jitter=backoff_jitter,
+        )
+        return await self._one(q.UPSERT_JOB_DEFINITION, params, JobDefinition)
+
+    async def set_job_runtime_config(
+        self,
+        job_type: str,
+        *,
+        paused: bool | None = None,
+        max_concurrency: int | None = None,
+        clear_max_concurrency: bool = False,
+    ) -> RuntimeConfig:
+        """Pause/resume or cap a job type (pgrun.set_job_runtime_config); None = leave it."""
+        params: dict[str, Any] = dict(
+            job_type=job_type,
+            paused=paused,
+            max_concurrency=max_concurrency,
+            clear_max_concurrency=clear_max_concurrency,
+        )
+        return await self._one(q.SET_JOB_RUNTIME_CONFIG, params, RuntimeConfig)
+
+    async def queue_depth(self) -> list[QueueDepth]:
+        """Ready, delayed and running jobs per queue and type (view pgrun.queue_depth)."""
+        params: dict[str, Any] = {}
+        return await self._all(q.QUEUE_DEPTH, params, QueueDepth)
+
+    async def job_metrics(self) -> list[JobMetrics]:
+        """Counts, rates and latencies per type and queue (view pgrun.job_metrics)."""
+        params: dict[str, Any] = {}
+        return await self._all(q.JOB_METRICS, params, JobMetrics)
+
+    async def enqueue_workflow(self, spec: JsonObject | WorkflowLike) -> EnqueuedRun:
+        """Start a workflow run (pgrun.enqueue_workflow) from a spec dict or a pgrun.workflow.Workflow."""
+        params: dict[str, Any] = dict(spec=Jsonb(_spec(spec)))
+        return await self._one(q.ENQUEUE_WORKFLOW, params, EnqueuedRun)
+
+    async def complete_external_step(
+        self,
+        run_id: Id,
+        step_key: str,
+        *,
+        succeeded: bool = True,
+        output: Json = None,
+        organization_id: Id | None = None,
+    ) -> ExternalStepResult:
+        """Close a waiting external step (pgrun.complete_external_step)."""
+        params: dict[str, Any] = dict(
+            run_id=run_id,
+            step_key=step_key,
+            succeeded=succeeded,
+            output=_json(output),
+            organization_id=organization_id,
+        )
+        return await self._one(q.COMPLETE_EXTERNAL_STEP, params, ExternalStepResult)
+
+    async def append_workflow_steps(
+        self,
+        run_id: Id,
+        steps: Sequence[JsonObject],
+        *,
+        mutation_key: str | None = None,
+        organization_id: Id | None = None,
+    ) -> AppendResult:
+        """Add steps to a running run (pgrun.append_workflow_steps); idempotent per mutation_key."""
+        params: dict[str, Any] = dict(
+            run_id=run_id,
+            mutation_key=mutation_key,
+            steps=Jsonb(list(steps)),
+            organization_id=organization_id,
+        )
+        return await self._one(q.APPEND_WORKFLOW_STEPS, params, AppendResult)
+
+    async def cancel_workflow_run(
+        self, run_id: Id, *, reason: str | None = None, organization_id: Id | None = None
+    ) -> CancelRunResult:
+        """Cancel a running workflow run (pgrun.cancel_workflow_run)."""
+        params: dict[str, Any] = dict(run_id=run_id, reason=reason, organization_id=organization_id)
+        return await self._one(q.CANCEL_WORKFLOW_RUN, params, CancelRunResult)
+
+    async def get_workflow_run(self, run_id: Id, *, organization_id: Id | None = None) -> JsonObject:
+        """One run with its steps, dependencies and mutations (pgrun.get_workflow_run)."""
+        params: dict[str, Any] = dict(run_id=run_id, organization_id=organization_id)
+        value: JsonObject = await self._scalar(q.GET_WORKFLOW_RUN, params)
+        return value
+
+    async def list_workflow_runs(
+        self,
+        *,
+        status: str | None = None,
+        organization_id: Id | None = None,
+        after_id: Id | None = None,
+        max_rows: int = 50,
+    ) -> list[WorkflowRunSummary]:
+        """A page of runs, oldest first (pgrun.list_workflow_runs)."""
+        params: dict[str, Any] = dict(
+            status=status, organization_id=organization_id, after_id=after_id, max_rows=max_rows
+        )
+        return await self._all(q.LIST_WORKFLOW_RUNS, params, WorkflowRunSummary)

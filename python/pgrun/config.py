@@ -1,0 +1,116 @@
+"""Worker configuration from the environment: the ``JOBS_*`` variables and ``DATABASE_URL``.
+
+A bad value never stops a worker: it is replaced by the default (unparsable) or clamped to
+the nearest safe value (out of range), with a warning that names the variable.
+
+| variable | default | range |
+|---|---|---|
+| JOBS_WORKER_ID | worker-<uuid> when blank | text, at most 200 characters |
+| JOBS_POLL_INTERVAL_MS | 1000 | 10 .. 60000 |
+| JOBS_CLAIM_BATCH_SIZE | 10 | 1 .. 1000 |
+| JOBS_LEASE_TTL_SECONDS | 30 | 10 .. 86400 |
+| JOBS_MAX_GLOBAL_CONCURRENCY | 10 | 1 .. 10000 |
+| JOBS_REAPER_INTERVAL_SECONDS | 10 | 1 .. 3600 |
+| JOBS_SCHEDULE_POLL_INTERVAL_SECONDS | 5 | 1 .. 3600 |
+| JOBS_REAPER_RETRY_DELAY_MS | 0 | 0 .. 86400000 |
+| JOBS_RETENTION_HOURS | 168 (7 days) | 0 .. 876000; 0 = never purge |
+| JOBS_SHUTDOWN_GRACE_SECONDS | 30 | 0 .. 86400 |
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+log = logging.getLogger("pgrun.config")
+
+
+@dataclass(frozen=True)
+class Config:
+    database_url: str = ""
+    worker_id: str = field(default_factory=lambda: f"worker-{uuid.uuid4()}")
+    poll_interval_ms: int = 1000
+    claim_batch_size: int = 10
+    lease_ttl_seconds: int = 30
+    max_global_concurrency: int = 10
+    reaper_interval_seconds: int = 10
+    schedule_poll_interval_seconds: int = 5
+    reaper_retry_delay_ms: int = 0
+    retention_hours: int = 168
+    shutdown_grace_seconds: int = 30
+
+    @property
+    def poll_interval(self) -> float:
+        return self.poll_interval_ms / 1000
+
+    @property
+    def heartbeat_interval(self) -> float:
+        """Every lease is renewed three times per lease length."""
+        return self.lease_ttl_seconds / 3
+
+    def with_overrides(self, **changes: object) -> Config:
+        """A copy with some fields replaced, clamped like the environment's values."""
+        return _clamped(replace(self, **changes))  # type: ignore[arg-type]
+
+
+# variable, field, minimum, maximum
+_INTEGERS: tuple[tuple[str, str, int, int], ...] = (
+    ("JOBS_POLL_INTERVAL_MS", "poll_interval_ms", 10, 60_000),
+    ("JOBS_CLAIM_BATCH_SIZE", "claim_batch_size", 1, 1000),
+    ("JOBS_LEASE_TTL_SECONDS", "lease_ttl_seconds", 10, 86_400),
+    ("JOBS_MAX_GLOBAL_CONCURRENCY", "max_global_concurrency", 1, 10_000),
+    ("JOBS_REAPER_INTERVAL_SECONDS", "reaper_interval_seconds", 1, 3600),
+    ("JOBS_SCHEDULE_POLL_INTERVAL_SECONDS", "schedule_poll_interval_seconds", 1, 3600),
+    ("JOBS_REAPER_RETRY_DELAY_MS", "reaper_retry_delay_ms", 0, 86_400_000),
+    ("JOBS_RETENTION_HOURS", "retention_hours", 0, 876_000),
+    ("JOBS_SHUTDOWN_GRACE_SECONDS", "shutdown_grace_seconds", 0, 86_400),
+)
+_MAX_WORKER_ID = 200
+
+
+def _clamp(name: str, value: int, low: int, high: int) -> int:
+    if value < low or value > high:
+        clamped = min(max(value, low), high)
+        log.warning("%s=%s is outside %s..%s; using %s", name, value, low, high, clamped)
+        return clamped
+    return value
+
+
+def _clamped(config: Config) -> Config:
+    changes: dict[str, int | str] = {}
+    for name, attr, low, high in _INTEGERS:
+        value = getattr(config, attr)
+        fixed = _clamp(name, value, low, high)
+        if fixed != value:
+            changes[attr] = fixed
+    worker_id = config.worker_id.strip()
+    if not worker_id:
+        worker_id = f"worker-{uuid.uuid4()}"
+    elif len(worker_id) > _MAX_WORKER_ID:
+        log.warning("JOBS_WORKER_ID is over %s characters; truncating it", _MAX_WORKER_ID)
+        worker_id = worker_id[:_MAX_WORKER_ID]
+    if worker_id != config.worker_id:
+        changes["worker_id"] = worker_id
+    return replace(config, **changes) if changes else config  # type: ignore[arg-type]
+
+
+def from_env(environ: Mapping[str, str] | None = None) -> Config:
+    """The configuration the environment describes, every value made safe."""
+    env = os.environ if environ is None else environ
+    defaults = Config()
+    values: dict[str, int | str] = {}
+    for name, attr, _low, _high in _INTEGERS:
+        raw = env.get(name, "").strip()
+        if not raw:
+            continue
+        try:
+            values[attr] = int(raw)
+        except ValueError:
+            default = getattr(defaults, attr)
+            log.warning("%s=%r is not an integer; using %s", name, raw, default)
+    values["worker_id"] = env.get("JOBS_WORKER_ID", "")
+    values["database_url"] = env.get("DATABASE_URL", "")
+    return _clamped(replace(defaults, **values))  # type: ignore[arg-type]

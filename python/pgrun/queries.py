@@ -1,0 +1,224 @@
+"""Every SQL statement the Python driver sends, in one place.
+
+Each statement calls one public ``pgrun`` function (docs/sql-api.md) with named arguments
+and explicit casts, so a reader can match a line here to the function's signature. Nothing
+here decides anything about a job or a run: the functions do. Parameters are psycopg's
+named placeholders; the client fills every one of them (``None`` means SQL NULL, which the
+functions treat as "use the default").
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# -- jobs: enqueue ---------------------------------------------------------------------
+
+ENQUEUE_JOB: Final = """
+SELECT * FROM pgrun.enqueue_job(
+    job_type => %(job_type)s::text,
+    payload => %(payload)s::jsonb,
+    queue => %(queue)s::text,
+    priority => %(priority)s::integer,
+    run_at => %(run_at)s::timestamptz,
+    delay => %(delay)s::interval,
+    max_attempts => %(max_attempts)s::integer,
+    timeout_seconds => %(timeout_seconds)s::integer,
+    idempotency_key => %(idempotency_key)s::text,
+    organization_id => %(organization_id)s::uuid)
+"""
+
+ENQUEUE_JOBS: Final = "SELECT * FROM pgrun.enqueue_jobs(jobs => %(jobs)s::jsonb)"
+
+# -- jobs: the worker's lease machine ----------------------------------------------------
+
+CLAIM_JOBS: Final = """
+SELECT * FROM pgrun.claim_jobs(
+    worker_id => %(worker_id)s::text,
+    lease_seconds => %(lease_seconds)s::integer,
+    max_jobs => %(max_jobs)s::integer,
+    queues => %(queues)s::text[],
+    job_types => %(job_types)s::text[])
+"""
+
+HEARTBEAT_JOBS: Final = """
+SELECT * FROM pgrun.heartbeat_jobs(
+    worker_id => %(worker_id)s::text,
+    lease_seconds => %(lease_seconds)s::integer,
+    job_ids => %(job_ids)s::uuid[],
+    lease_tokens => %(lease_tokens)s::uuid[])
+"""
+
+COMPLETE_JOB: Final = """
+SELECT pgrun.complete_job(
+    job_id => %(job_id)s::uuid,
+    lease_token => %(lease_token)s::uuid,
+    result => %(result)s::jsonb)
+"""
+
+# results travel as one JSON array (element i = job i's result) and are unpacked here,
+# so a JSON null and "no result" stay the same thing.
+COMPLETE_JOBS: Final = """
+SELECT job_id, outcome, NULL::timestamptz AS run_at, lost_reason FROM pgrun.complete_jobs(
+    job_ids => %(job_ids)s::uuid[],
+    lease_tokens => %(lease_tokens)s::uuid[],
+    results => ARRAY(SELECT r FROM jsonb_array_elements(%(results)s::jsonb) WITH ORDINALITY AS e (r, n)
+                     ORDER BY n))
+"""
+
+FAIL_JOB: Final = """
+SELECT * FROM pgrun.fail_job(
+    job_id => %(job_id)s::uuid,
+    lease_token => %(lease_token)s::uuid,
+    error_code => %(error_code)s::text,
+    message => %(message)s::text,
+    retryable => %(retryable)s::boolean,
+    retry_delay => %(retry_delay)s::interval)
+"""
+
+FAIL_JOBS: Final = """
+SELECT * FROM pgrun.fail_jobs(
+    job_ids => %(job_ids)s::uuid[],
+    lease_tokens => %(lease_tokens)s::uuid[],
+    error_codes => %(error_codes)s::text[],
+    messages => %(messages)s::text[],
+    retryable => %(retryable)s::boolean[],
+    retry_delays => %(retry_delays)s::interval[])
+"""
+
+CONTINUE_JOB: Final = """
+SELECT * FROM pgrun.continue_job(
+    job_id => %(job_id)s::uuid,
+    lease_token => %(lease_token)s::uuid,
+    next_step => %(next_step)s::text,
+    state => %(state)s::jsonb,
+    delay => %(delay)s::interval)
+"""
+
+REPORT_PROGRESS: Final = """
+SELECT pgrun.report_progress(
+    job_id => %(job_id)s::uuid,
+    lease_token => %(lease_token)s::uuid,
+    progress => %(progress)s::jsonb)
+"""
+
+APPEND_JOB_LOG: Final = """
+SELECT pgrun.append_job_log(
+    job_id => %(job_id)s::uuid,
+    lease_token => %(lease_token)s::uuid,
+    message => %(message)s::text,
+    level => %(level)s::text,
+    fields => %(fields)s::jsonb)
+"""
+
+# -- jobs: operators ------------------------------------------------------------------
+
+CANCEL_JOB: Final = """
+SELECT pgrun.cancel_job(
+    job_id => %(job_id)s::uuid,
+    reason => %(reason)s::text,
+    organization_id => %(organization_id)s::uuid)
+"""
+
+REQUEUE_JOB: Final = """
+SELECT pgrun.requeue_job(
+    job_id => %(job_id)s::uuid,
+    organization_id => %(organization_id)s::uuid,
+    run_at => %(run_at)s::timestamptz)
+"""
+
+REAP_EXPIRED_LEASES: Final = """
+SELECT * FROM pgrun.reap_expired_leases(
+    max_jobs => %(max_jobs)s::integer,
+    retry_delay => %(retry_delay)s::interval)
+"""
+
+PURGE_FINISHED_JOBS: Final = """
+SELECT pgrun.purge_finished_jobs(
+    older_than => %(older_than)s::interval,
+    max_jobs => %(max_jobs)s::integer,
+    organization_id => %(organization_id)s::uuid)
+"""
+
+GET_JOB: Final = """
+SELECT pgrun.get_job(job_id => %(job_id)s::uuid, organization_id => %(organization_id)s::uuid)
+"""
+
+LIST_JOBS: Final = """
+SELECT * FROM pgrun.list_jobs(
+    status => %(status)s::text,
+    job_type => %(job_type)s::text,
+    queue => %(queue)s::text,
+    organization_id => %(organization_id)s::uuid,
+    workflow_run_id => %(workflow_run_id)s::uuid,
+    after_id => %(after_id)s::uuid,
+    max_rows => %(max_rows)s::integer)
+"""
+
+UPSERT_JOB_DEFINITION: Final = """
+SELECT * FROM pgrun.upsert_job_definition(
+    job_type => %(job_type)s::text,
+    queue => %(queue)s::text,
+    priority => %(priority)s::integer,
+    max_attempts => %(max_attempts)s::integer,
+    timeout_seconds => %(timeout_seconds)s::integer,
+    backoff_base_seconds => %(backoff_base_seconds)s::double precision,
+    backoff_max_seconds => %(backoff_max_seconds)s::double precision,
+    backoff_jitter => %(backoff_jitter)s::double precision)
+"""
+
+SET_JOB_RUNTIME_CONFIG: Final = """
+SELECT * FROM pgrun.set_job_runtime_config(
+    job_type => %(job_type)s::text,
+    paused => %(paused)s::boolean,
+    max_concurrency => %(max_concurrency)s::integer,
+    clear_max_concurrency => %(clear_max_concurrency)s::boolean)
+"""
+
+QUEUE_DEPTH: Final = "SELECT * FROM pgrun.queue_depth ORDER BY queue, job_type"
+
+JOB_METRICS: Final = "SELECT * FROM pgrun.job_metrics ORDER BY queue, job_type"
+
+# -- workflows ------------------------------------------------------------------------
+
+ENQUEUE_WORKFLOW: Final = "SELECT * FROM pgrun.enqueue_workflow(spec => %(spec)s::jsonb)"
+
+COMPLETE_EXTERNAL_STEP: Final = """
+SELECT * FROM pgrun.complete_external_step(
+    run_id => %(run_id)s::uuid,
+    step_key => %(step_key)s::text,
+    succeeded => %(succeeded)s::boolean,
+    output => %(output)s::jsonb,
+    organization_id => %(organization_id)s::uuid)
+"""
+
+APPEND_WORKFLOW_STEPS: Final = """
+SELECT * FROM pgrun.append_workflow_steps(
+    run_id => %(run_id)s::uuid,
+    mutation_key => %(mutation_key)s::text,
+    steps => %(steps)s::jsonb,
+    organization_id => %(organization_id)s::uuid)
+"""
+
+CANCEL_WORKFLOW_RUN: Final = """
+SELECT * FROM pgrun.cancel_workflow_run(
+    run_id => %(run_id)s::uuid,
+    reason => %(reason)s::text,
+    organization_id => %(organization_id)s::uuid)
+"""
+
+GET_WORKFLOW_RUN: Final = """
+SELECT pgrun.get_workflow_run(run_id => %(run_id)s::uuid, organization_id => %(organization_id)s::uuid)
+"""
+
+LIST_WORKFLOW_RUNS: Final = """
+SELECT * FROM pgrun.list_workflow_runs(
+    status => %(status)s::text,
+    organization_id => %(organization_id)s::uuid,
+    after_id => %(after_id)s::uuid,
+    max_rows => %(max_rows)s::integer)
+"""
+
+# -- the worker's wake-up channel -------------------------------------------------------
+
+NOTIFY_CHANNEL: Final = "pgrun_jobs"
+LISTEN: Final = "LISTEN pgrun_jobs"

@@ -1,0 +1,82 @@
+"""The reaper loop: recover expired leases, purge old finished jobs.
+
+Every ``JOBS_REAPER_INTERVAL_SECONDS`` it calls ``reap_expired_leases`` (again while a call
+comes back full), with ``JOBS_REAPER_RETRY_DELAY_MS`` as the retry delay (0 = retry at
+once, as the SQL's ``retry_delay``); what becomes of each job (retry, dead, cancelled) is
+the function's decision. About once a minute it calls ``purge_finished_jobs`` with the
+retention period ``JOBS_RETENTION_HOURS`` (0 = keep everything), again while full.
+
+Any number of reapers may run: the SQL skips rows another reaper is working on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from datetime import timedelta
+
+import psycopg
+
+from pgrun.client import AsyncClient
+from pgrun.config import Config
+
+log = logging.getLogger("pgrun.reaper")
+
+REAP_BATCH = 1000
+PURGE_BATCH = 10_000
+PURGE_EVERY_SECONDS = 60.0
+
+
+class Reaper:
+    name = "reaper"
+
+    def __init__(
+        self, client: AsyncClient, config: Config, *, on_ready: Callable[[], None] | None = None
+    ) -> None:
+        self.client = client
+        self.config = config
+        #: Called when reaped jobs are queued again (the worker in this process claims at once).
+        self.on_ready = on_ready
+        self._next_purge = 0.0
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                await self.reap()
+                if self.config.retention_hours > 0 and time.monotonic() >= self._next_purge:
+                    await self.purge()
+                    self._next_purge = time.monotonic() + PURGE_EVERY_SECONDS
+            except (psycopg.OperationalError, TimeoutError) as exc:
+                log.warning("reaper pass failed (%s); trying again next interval", exc)
+            except Exception:
+                log.exception("reaper pass failed; trying again next interval")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.config.reaper_interval_seconds)
+
+    async def reap(self) -> int:
+        """One pass: reap until a call comes back short. Returns how many jobs were reaped."""
+        retry_delay = timedelta(milliseconds=self.config.reaper_retry_delay_ms)
+        total = 0
+        while True:
+            rows = await self.client.reap_expired_leases(max_jobs=REAP_BATCH, retry_delay=retry_delay)
+            total += len(rows)
+            for row in rows:
+                log.info("reaped job %s: %s", row.job_id, row.outcome)
+            if rows and self.on_ready is not None:
+                self.on_ready()
+            if len(rows) < REAP_BATCH:
+                return total
+
+    async def purge(self) -> int:
+        older_than = timedelta(hours=self.config.retention_hours)
+        total = 0
+        while True:
+            deleted = await self.client.purge_finished_jobs(older_than, max_jobs=PURGE_BATCH)
+            total += deleted
+            if deleted < PURGE_BATCH:
+                if total:
+                    log.info("purged %d finished job(s) older than %s", total, older_than)
+                return total

@@ -1,0 +1,220 @@
+"""Typed results of the pgrun SQL functions: one dataclass per row shape.
+
+Field names and order are the functions' output columns (docs/sql-api.md), so rows are
+built with psycopg's ``class_row``. JSON columns arrive as Python values (``Json``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+from uuid import UUID
+
+#: A JSON value as psycopg decodes jsonb.
+Json = Any
+#: A JSON object (get_job, get_workflow_run).
+JsonObject = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class EnqueuedJob:
+    job_id: UUID
+    created: bool
+    status: str
+    run_at: datetime
+
+
+@dataclass(frozen=True)
+class EnqueuedBatchItem:
+    ordinality: int
+    job_id: UUID
+    created: bool
+
+
+@dataclass(frozen=True)
+class ClaimedJob:
+    """What claim_jobs hands a worker: the handler's input and the lease to write under."""
+
+    job_id: UUID
+    job_type: str
+    queue: str
+    priority: int
+    payload: JsonObject
+    attempt: int
+    max_attempts: int
+    lease_token: UUID
+    lease_expires_at: datetime
+    timeout_seconds: int | None
+    step: str | None
+    state: Json
+    progress: Json
+    organization_id: UUID | None
+    workflow_run_id: UUID | None
+    workflow_step_key: str | None
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    job_id: UUID
+    renewed: bool
+    lease_expires_at: datetime | None
+    cancel_requested: bool
+
+
+@dataclass(frozen=True)
+class BatchOutcome:
+    """One row of complete_jobs / fail_jobs. ``outcome`` lease_lost carries ``lost_reason``."""
+
+    job_id: UUID
+    outcome: str
+    run_at: datetime | None
+    lost_reason: str | None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """fail_job / continue_job: what became of the job, and when it runs next."""
+
+    outcome: str
+    run_at: datetime | None
+
+
+@dataclass(frozen=True)
+class ReapedJob:
+    job_id: UUID
+    outcome: str
+    run_at: datetime | None
+
+
+@dataclass(frozen=True)
+class JobSummary:
+    """One row of list_jobs (no payload/state/progress/result: get_job has those)."""
+
+    id: UUID
+    job_type: str
+    queue: str
+    priority: int
+    status: str
+    run_at: datetime
+    attempt: int
+    total_attempts: int
+    max_attempts: int
+    timeout_seconds: int | None
+    worker_id: str | None
+    lease_expires_at: datetime | None
+    heartbeat_at: datetime | None
+    cancel_requested_at: datetime | None
+    cancel_reason: str | None
+    step: str | None
+    error_code: str | None
+    error_message: str | None
+    organization_id: UUID | None
+    idempotency_key: str | None
+    workflow_run_id: UUID | None
+    workflow_step_key: str | None
+    schedule_id: UUID | None
+    created_at: datetime
+    updated_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+@dataclass(frozen=True)
+class JobDefinition:
+    job_type: str
+    queue: str
+    priority: int
+    max_attempts: int
+    timeout_seconds: int | None
+    backoff_base_seconds: float
+    backoff_max_seconds: float
+    backoff_jitter: float
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class RuntimeConfig:
+    job_type: str
+    paused: bool
+    max_concurrency: int | None
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class QueueDepth:
+    queue: str
+    job_type: str
+    ready: int
+    delayed: int
+    running: int
+    oldest_ready_age: timedelta | None
+    paused: bool | None
+    max_concurrency: int | None
+
+
+@dataclass(frozen=True)
+class JobMetrics:
+    job_type: str
+    queue: str
+    queued: int
+    running: int
+    succeeded: int
+    dead: int
+    cancelled: int
+    window_start: datetime
+    succeeded_per_minute: Decimal | None
+    latency_p50_seconds: float | None
+    latency_p95_seconds: float | None
+    duration_p50_seconds: float | None
+    duration_p95_seconds: float | None
+    crashed: int
+    lease_expired: int
+
+
+@dataclass(frozen=True)
+class EnqueuedRun:
+    run_id: UUID
+    created: bool
+    status: str
+
+
+@dataclass(frozen=True)
+class ExternalStepResult:
+    step_status: str
+    run_status: str
+    changed: bool
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    mutation_id: UUID
+    created: bool
+    step_keys: list[str]
+    run_status: str
+
+
+@dataclass(frozen=True)
+class CancelRunResult:
+    status: str
+    changed: bool
+    cancelled_steps: int
+    cancelled_jobs: int
+    cancel_requested_jobs: int
+
+
+@dataclass(frozen=True)
+class WorkflowRunSummary:
+    id: UUID
+    name: str | None
+    status: str
+    organization_id: UUID | None
+    idempotency_key: str | None
+    metadata: Json
+    open_step_count: int
+    cancel_reason: str | None
+    created_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None

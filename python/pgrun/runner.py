@@ -1,0 +1,125 @@
+"""Run several loops (worker, reaper, scheduler, ...) on one connection pool until stopped.
+
+``pgrun worker app.module:app`` calls ``run(app, config)``: it opens one
+``AsyncConnectionPool``, builds the loops, runs them side by side and stops them all on
+SIGTERM / SIGINT (a second signal exits at once). Which loops run is a list of
+``(name, factory)`` pairs: ``default_loops`` gives worker and reaper, and every loop an
+app registered with ``App.add_loop`` (the cron scheduler's hook) joins them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+from collections.abc import Callable, Iterable, Sequence
+
+from psycopg_pool import AsyncConnectionPool
+
+from pgrun.app import App, Loop
+from pgrun.client import AsyncClient
+from pgrun.config import Config
+from pgrun.reaper import Reaper
+from pgrun.worker import Worker
+
+log = logging.getLogger("pgrun.runner")
+
+LoopBuilder = Callable[[AsyncClient, Config], Loop]
+
+
+def default_loops(
+    app: App,
+    *,
+    queues: Iterable[str] | None = None,
+    worker: bool = True,
+    reaper: bool = True,
+    exclude: Sequence[str] = (),
+) -> list[tuple[str, LoopBuilder]]:
+    """The loops ``pgrun worker`` runs: worker, reaper, then the app's own (minus ``exclude``)."""
+    built: dict[str, Worker] = {}
+
+    def make_worker(client: AsyncClient, config: Config) -> Loop:
+        built["worker"] = Worker(app, client, config, queues=queues)
+        return built["worker"]
+
+    def make_reaper(client: AsyncClient, config: Config) -> Loop:
+        # Reaped jobs are ready again: let this process's worker claim them at once.
+        found = built.get("worker")
+        return Reaper(client, config, on_ready=found.poke if found else None)
+
+    loops: list[tuple[str, LoopBuilder]] = []
+    if worker:
+        loops.append(("worker", make_worker))
+    if reaper:
+        loops.append(("reaper", make_reaper))
+    loops += [(name, factory) for name, factory in app.loops.items() if name not in exclude]
+    return loops
+
+
+def pool_size(config: Config, loop_count: int) -> int:
+    """Claims, flushes, heartbeats, reaper; plus room for handlers' progress and log writes."""
+    return loop_count + 3 + min(config.max_global_concurrency, 16)
+
+
+async def run_loops(
+    loops: Sequence[tuple[str, LoopBuilder]], config: Config, stop: asyncio.Event | None = None
+) -> None:
+    """Open the pool, run every loop until ``stop`` (or a signal), close the pool."""
+    stop = stop or asyncio.Event()
+    pool = AsyncConnectionPool(
+        config.database_url,
+        min_size=1,
+        max_size=pool_size(config, len(loops)),
+        kwargs={"autocommit": True},
+        check=AsyncConnectionPool.check_connection,
+        timeout=10,
+        open=False,
+    )
+    await pool.open(wait=False)
+    client = AsyncClient(pool)
+    running = [(name, builder(client, config)) for name, builder in loops]
+    tasks = [asyncio.create_task(loop.run(stop), name=f"pgrun-{name}") for name, loop in running]
+    log.info(
+        "pgrun %s started: %s (concurrency %d, batch %d, lease %d s)",
+        config.worker_id,
+        ", ".join(name for name, _ in running),
+        config.max_global_concurrency,
+        config.claim_batch_size,
+        config.lease_ttl_seconds,
+    )
+    try:
+        for finished in asyncio.as_completed(tasks):
+            try:
+                await finished
+            except Exception:
+                log.exception("a loop crashed; stopping the others")
+            stop.set()  # one loop ending (crash or stop) ends them all
+    finally:
+        await pool.close()
+    log.info("pgrun %s stopped", config.worker_id)
+
+
+def run(app: App, config: Config, loops: Sequence[tuple[str, LoopBuilder]] | None = None) -> int:
+    """Run the loops in this process until SIGTERM / SIGINT; returns the exit code."""
+    chosen = default_loops(app) if loops is None else loops
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+
+        def on_signal(signum: int) -> None:
+            if stop.is_set():
+                log.warning("second %s: exiting now", signal.Signals(signum).name)
+                os._exit(128 + signum)
+            log.info(
+                "%s: stopping (no new claims; running jobs get the grace period)", signal.Signals(signum).name
+            )
+            stop.set()
+
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, on_signal, signum)
+        await run_loops(chosen, config, stop)
+
+    asyncio.run(main())
+    return 0

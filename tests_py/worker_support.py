@@ -1,0 +1,61 @@
+"""Helpers for the worker tests: run the loops in-process until a condition holds."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pgrun.app import App
+from pgrun.client import Client
+from pgrun.config import Config
+from pgrun.runner import default_loops, run_loops
+
+
+def fast_config(dsn: str, **changes: Any) -> Config:
+    """Short intervals for tests. Built directly, so values below the env minimums are kept."""
+    values: dict[str, Any] = {
+        "database_url": dsn,
+        "worker_id": "test-worker",
+        "poll_interval_ms": 100,
+        "lease_ttl_seconds": 10,
+        "reaper_interval_seconds": 1,
+        "shutdown_grace_seconds": 5,
+    }
+    values.update(changes)
+    return Config(**values)
+
+
+def run_worker_until(
+    app: App,
+    config: Config,
+    until: Callable[[Client], bool],
+    timeout: float = 20.0,
+    **loop_options: Any,
+) -> float:
+    """Run worker + reaper until ``until(client)`` is true; return the seconds it took."""
+
+    async def main() -> float:
+        stop = asyncio.Event()
+        task = asyncio.create_task(run_loops(default_loops(app, **loop_options), config, stop))
+        started = time.monotonic()
+        with Client.connect(config.database_url) as client:
+            try:
+                while not await asyncio.to_thread(until, client):
+                    if task.done():
+                        task.result()
+                        raise AssertionError("the loops ended before the condition held")
+                    if time.monotonic() - started > timeout:
+                        raise AssertionError(f"condition not met within {timeout} s")
+                    await asyncio.sleep(0.05)
+                return time.monotonic() - started
+            finally:
+                stop.set()
+                await asyncio.wait_for(task, 30)
+
+    return asyncio.run(main())
+
+
+def statuses(client: Client, job_ids: list[Any]) -> list[str]:
+    return [client.get_job(job_id)["status"] for job_id in job_ids]
