@@ -10,10 +10,11 @@ STAMP := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 # Runs its command against DATABASE_URL when set, else against a throw-away embedded cluster.
 WITH_DB = if [ -n "$$DATABASE_URL" ]; then $(1); else $(PGRUN) dev -- $(1); fi
 
-.PHONY: help test suites lint lint-static lint-plpgsql pgtap pytest dev migrate check-schema \
+.PHONY: help demo test suites lint lint-static lint-plpgsql pgtap pytest dev migrate check-schema \
         sql-bundle bench docs sysdeps venv clean
 
 help:
+	@echo "make demo        from a fresh clone: a throw-away PostgreSQL, a sample order workflow run by a worker"
 	@echo "make test        everything from a fresh clone: install, lint, pgTAP, pytest"
 	@echo "make dev         start a local PostgreSQL and print its DATABASE_URL"
 	@echo "make migrate     apply the schema to DATABASE_URL"
@@ -31,6 +32,10 @@ venv: $(STAMP)
 
 sysdeps:
 	bash scripts/ensure-system-deps.sh
+
+# A throw-away embedded cluster (pgrun dev -- ...), the demo app against it, then stop it.
+demo: venv sysdeps
+	$(PGRUN) dev -- $(PY) -m pgrun.demo
 
 # One embedded cluster for every suite; -k runs every suite even when one fails, and
 # `pgrun dev` stops the cluster whatever the outcome and passes the exit code on.

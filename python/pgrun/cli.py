@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import importlib
+import json
+import logging
 import os
 import signal
 import subprocess
@@ -11,7 +14,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
+from pgrun import display
 from pgrun import migrate as migrations
+from pgrun.app import App
+from pgrun.client import Client
+from pgrun.errors import PgrunError
 from pgrun.server import EmbeddedServer, ServerError
 
 
@@ -96,6 +103,207 @@ def cmd_dev(args: argparse.Namespace) -> int:
         server.stop()
 
 
+# -- worker and operations ---------------------------------------------------------------
+
+
+def load_app(target: str) -> App:
+    """``package.module:attribute`` (attribute defaults to ``app``), importable from the cwd."""
+    module_name, _, attribute = target.partition(":")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    module = importlib.import_module(module_name)
+    app = getattr(module, attribute or "app", None)
+    if not isinstance(app, App):
+        raise SystemExit(f"pgrun worker: {target} is not a pgrun.App")
+    return app
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from pgrun import config as configuration
+    from pgrun import runner
+
+    logging.basicConfig(
+        level=getattr(logging, args.log_level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    config = configuration.from_env()
+    overrides: dict[str, object] = {"database_url": _database_url(args)}
+    if args.concurrency is not None:
+        overrides["max_global_concurrency"] = args.concurrency
+    config = config.with_overrides(**overrides)
+    app = load_app(args.app)
+    # The loops this process runs. Extra loops an app registers with App.add_loop (the cron
+    # scheduler) join worker and reaper; --no-<name> style flags drop them via `exclude`.
+    loops = runner.default_loops(
+        app,
+        queues=args.queue or None,
+        reaper=not args.no_reaper,
+        exclude=tuple(getattr(args, "exclude_loops", ()) or ()),
+    )
+    return runner.run(app, config, loops)
+
+
+def _client(args: argparse.Namespace) -> Client:
+    return Client.connect(_database_url(args), max_size=1)
+
+
+def _run_client_command(args: argparse.Namespace, action: str) -> int:
+    try:
+        with _client(args) as client:
+            result: int = args.action(client, args)
+            return result
+    except PgrunError as exc:
+        print(f"pgrun {action}: {exc}", file=sys.stderr)
+        if exc.hint:
+            print(f"hint: {exc.hint}", file=sys.stderr)
+        return 1
+
+
+def _json_arg(text: str | None) -> object:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SystemExit(f"pgrun: not valid JSON: {text!r} ({exc})") from exc
+
+
+def _enqueue(client: Client, args: argparse.Namespace) -> int:
+    job = client.enqueue_job(
+        args.job_type,
+        _json_arg(args.payload),  # type: ignore[arg-type]
+        queue=args.queue,
+        priority=args.priority,
+        delay=args.delay,
+        max_attempts=args.max_attempts,
+        timeout_seconds=args.timeout,
+        idempotency_key=args.key,
+    )
+    print(f"{job.job_id} {job.status}{'' if job.created else ' (existing job, same idempotency key)'}")
+    return 0
+
+
+def _status(client: Client, args: argparse.Namespace) -> int:
+    print(display.status_table(client.queue_depth(), client.job_metrics()))
+    return 0
+
+
+def _jobs(client: Client, args: argparse.Namespace) -> int:
+    jobs = client.list_jobs(
+        status=args.status,
+        job_type=args.type,
+        queue=args.queue,
+        workflow_run_id=args.run,
+        after_id=args.after,
+        max_rows=args.limit,
+    )
+    print(display.jobs_table(jobs) if jobs else "no jobs")
+    return 0
+
+
+def _job(client: Client, args: argparse.Namespace) -> int:
+    print(json.dumps(client.get_job(args.job_id), indent=2, default=str))
+    return 0
+
+
+def _runs(client: Client, args: argparse.Namespace) -> int:
+    runs = client.list_workflow_runs(status=args.status, after_id=args.after, max_rows=args.limit)
+    print(display.runs_table(runs) if runs else "no runs")
+    return 0
+
+
+def _run(client: Client, args: argparse.Namespace) -> int:
+    run = client.get_workflow_run(args.run_id)
+    print(json.dumps(run, indent=2, default=str) if args.json else display.run_report(run))
+    return 0
+
+
+def _cancel(client: Client, args: argparse.Namespace) -> int:
+    if args.run:
+        result = client.cancel_workflow_run(args.id, reason=args.reason)
+        print(
+            f"run {args.id}: {result.status} ({result.cancelled_steps} steps, {result.cancelled_jobs} jobs "
+            f"cancelled, {result.cancel_requested_jobs} running jobs asked to stop)"
+        )
+    else:
+        print(f"job {args.id}: {client.cancel_job(args.id, reason=args.reason)}")
+    return 0
+
+
+def _requeue(client: Client, args: argparse.Namespace) -> int:
+    print(f"job {args.job_id}: queued for {client.requeue_job(args.job_id)}")
+    return 0
+
+
+def _client_command(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    action: object,
+    help_text: str,
+) -> argparse.ArgumentParser:
+    p = sub.add_parser(name, help=help_text, description=help_text)
+    p.add_argument("--database-url", help="defaults to $DATABASE_URL")
+    p.set_defaults(func=lambda args: _run_client_command(args, name), action=action)
+    return p
+
+
+def add_operation_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "worker",
+        help="run the worker and reaper loops for an app (module:attribute)",
+        description="Run the handlers of APP (e.g. myapp.jobs:app) until SIGTERM/SIGINT: worker and "
+        "reaper loops (and any loop the app registers) on one connection pool. Configuration: the "
+        "JOBS_* environment variables (docs/python.md).",
+    )
+    p.add_argument("app", help="the pgrun.App, as package.module:attribute")
+    p.add_argument("--database-url", help="defaults to $DATABASE_URL")
+    p.add_argument("--queue", action="append", help="claim only from this queue (repeatable)")
+    p.add_argument("--concurrency", type=int, help="overrides JOBS_MAX_GLOBAL_CONCURRENCY")
+    p.add_argument("--no-reaper", action="store_true", help="do not run the reaper loop here")
+    p.add_argument("--log-level", default="info", help="debug, info (default), warning, error")
+    p.set_defaults(func=cmd_worker)
+
+    p = _client_command(sub, "enqueue", _enqueue, "enqueue one job")
+    p.add_argument("job_type")
+    p.add_argument("--payload", help="a JSON object")
+    p.add_argument("--queue")
+    p.add_argument("--priority", type=int)
+    p.add_argument("--delay", type=float, help="seconds from now")
+    p.add_argument("--max-attempts", type=int)
+    p.add_argument("--timeout", type=int, help="seconds")
+    p.add_argument("--key", help="idempotency key")
+
+    _client_command(sub, "status", _status, "queues: depth, running, dead, rates (last 5 minutes)")
+
+    p = _client_command(sub, "jobs", _jobs, "list jobs, oldest first")
+    p.add_argument("--status")
+    p.add_argument("--type")
+    p.add_argument("--queue")
+    p.add_argument("--run", help="only this workflow run's jobs")
+    p.add_argument("--after", help="the last id of the previous page")
+    p.add_argument("--limit", type=int, default=50)
+
+    p = _client_command(sub, "job", _job, "one job as JSON, with its attempts")
+    p.add_argument("job_id")
+
+    p = _client_command(sub, "runs", _runs, "list workflow runs, oldest first")
+    p.add_argument("--status")
+    p.add_argument("--after")
+    p.add_argument("--limit", type=int, default=50)
+
+    p = _client_command(sub, "run", _run, "one workflow run: its steps, their states and timings")
+    p.add_argument("run_id")
+    p.add_argument("--json", action="store_true", help="the raw get_workflow_run JSON")
+
+    p = _client_command(sub, "cancel", _cancel, "cancel a job (or, with --run, a workflow run)")
+    p.add_argument("id")
+    p.add_argument("--run", action="store_true", help="ID is a workflow run")
+    p.add_argument("--reason")
+
+    p = _client_command(sub, "requeue", _requeue, "put a dead or cancelled job back in the queue")
+    p.add_argument("job_id")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pgrun", description="pgrun: jobs and workflows in PostgreSQL")
     sub = parser.add_subparsers(dest="command_name", required=True)
@@ -124,6 +332,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ephemeral", action="store_true", help="throw the cluster away on stop")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND to run against the server")
     p.set_defaults(func=cmd_dev)
+
+    add_operation_commands(sub)
     return parser
 
 
