@@ -56,6 +56,9 @@ BEGIN
             HINT = 'Pass a retry_delay >= 0, or NULL for each job''s backoff policy.';
     END IF;
 
+    -- Jobs of schedules that forbid stale re-entry die instead of retrying (plpgsql/schedules/_reap.sql).
+    PERFORM pgrun._schedule_forbid_reentry(v_now, reap_expired_leases.max_jobs);
+
     RETURN QUERY
     WITH expired AS MATERIALIZED (
         SELECT

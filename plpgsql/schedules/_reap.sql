@@ -1,0 +1,74 @@
+-- The stale re-entry rule, as a hook of reap_expired_leases (plpgsql/jobs/reap.sql calls it
+-- once, in its own transaction, just before its own statement).
+--
+-- A schedule with forbid_stale_reentry = true is for work that must not run twice. When a
+-- job it made loses its lease (the worker crashed or stopped renewing), the reaper would
+-- queue it again. The hook stops that without a second copy of the reaper's writes: for
+-- each such expired job it
+--   * closes the job's attempt budget (max_attempts := attempt, the attempts it has used),
+--     so the reaper's own rule (_retry_decision) declares it dead in the very next
+--     statement: attempt outcome 'lease_expired', a 'dead' event, a job_dead_letters row
+--     with reason 'lease_expired', all written by the reaper as for any job;
+--   * marks the job's tick 'failed' with error_code 'stale_reentry_forbidden'.
+-- The job rows stay locked until the reaper's transaction ends, and an expired lease can no
+-- longer be written by its worker, so the job cannot slip back into running.
+--
+-- Not covered, on purpose: a job with a pending cancel request (the reaper cancels it; it
+-- does not run again either); jobs of other schedules, or of a schedule since deleted
+-- (ordinary jobs, retried); an explicit fail_job (a reported failure is not a lease loss:
+-- a schedule's job retries after it like any job).
+--
+-- Candidates are the reaper's: the first p_max_jobs expired leases in expiry order
+-- (jobs_lease_idx); only jobs of forbidding schedules among them are touched.
+--
+-- Locks: those job rows in id order, FOR UPDATE SKIP LOCKED (the reaper's rule: a job being
+-- written right now is left for the next pass), then their ticks. Errors: none of its own.
+
+CREATE OR REPLACE FUNCTION pgrun._schedule_forbid_reentry(p_now timestamptz, p_max_jobs integer)
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = ''
+AS $$
+BEGIN
+    WITH stale AS MATERIALIZED (
+        SELECT j.id
+        FROM pgrun.jobs AS j
+        INNER JOIN pgrun.job_schedules AS s ON s.id = j.schedule_id
+        WHERE j.id IN (
+            SELECT x.id
+            FROM pgrun.jobs AS x
+            WHERE x.status = 'running' AND x.lease_expires_at <= p_now
+            ORDER BY x.lease_expires_at
+            LIMIT p_max_jobs
+        )
+            AND j.status = 'running'
+            AND j.lease_expires_at <= p_now
+            AND j.schedule_id IS NOT NULL
+            AND j.cancel_requested_at IS NULL
+            AND s.forbid_stale_reentry
+        ORDER BY j.id
+        FOR UPDATE OF j SKIP LOCKED
+    ),
+
+    closed AS (
+        UPDATE pgrun.jobs AS j
+        SET max_attempts = greatest(j.attempt, 1)
+        FROM stale AS st
+        WHERE j.id = st.id
+    )
+
+    UPDATE pgrun.schedule_ticks AS t
+    SET status = 'failed',
+        error_code = 'stale_reentry_forbidden',
+        updated_at = p_now
+    FROM stale AS st
+    WHERE t.job_id = st.id AND t.status = 'fired';
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._schedule_forbid_reentry(timestamptz, integer) FROM public;
+
+COMMENT ON FUNCTION pgrun._schedule_forbid_reentry(timestamptz, integer) IS
+'Private, reap_expired_leases'' hook: expired jobs of schedules that forbid stale re-entry get their '
+'attempt budget closed (so the reaper kills them instead of retrying) and their ticks marked failed.';

@@ -1,0 +1,155 @@
+-- pause_schedule, resume_schedule, delete_schedule, list_schedules: the operator's side.
+--
+-- A schedule is named by (name, organization_id); organization_id NULL names the schedule
+-- without an organization (a schedule of an organization is only found with its id).
+--
+-- pause_schedule sets paused_at: the schedule leaves the due index, so no scheduler claims
+-- it, and any scheduler's current claim is dropped (its fire_schedule raises
+-- schedule.claim_lost, so nothing computed before the pause fires after it). Jobs already
+-- made are not touched. Pausing a paused schedule changes nothing (changed = false).
+--
+-- resume_schedule clears paused_at and makes the schedule due at once (next_run_at = now).
+-- Whether the paused window is replayed is the catch-up policy's call:
+--   * all    replays it: every plan time of the window fires (the most recent backfill_limit);
+--   * latest and none do not: planned_until moves to now, so only plan times after the
+--     resume fire.
+-- Resuming a schedule that is not paused changes nothing (changed = false).
+--
+-- delete_schedule removes the schedule and its ticks; jobs it made stay (they are ordinary
+-- jobs; jobs.schedule_id keeps the old id). A schedule made again under the same name is a
+-- new schedule: it owes nothing from before its creation.
+--
+-- Locks: the schedule's row (FOR UPDATE, then the update or delete; delete cascades to its
+-- ticks). list_schedules takes none.
+--
+-- Errors: schedule.not_found (RQ002); schedule.invalid_name (RQ003, NULL name).
+
+CREATE OR REPLACE FUNCTION pgrun.pause_schedule(name text, organization_id uuid DEFAULT NULL)
+RETURNS TABLE (schedule_id uuid, paused_at timestamptz, changed boolean)
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = ''
+AS $$
+DECLARE
+    v_id uuid := pgrun._schedule_lock(pause_schedule.name, pause_schedule.organization_id);
+    v_now timestamptz := pgrun.now();
+BEGIN
+    RETURN QUERY
+    UPDATE pgrun.job_schedules AS s
+    SET paused_at = v_now,
+        claimed_by = NULL,
+        claim_token = NULL,
+        claim_expires_at = NULL,
+        updated_at = v_now
+    WHERE s.id = v_id AND s.paused_at IS NULL
+    RETURNING s.id, s.paused_at, true;
+    IF NOT FOUND THEN
+        RETURN QUERY SELECT s.id, s.paused_at, false FROM pgrun.job_schedules AS s WHERE s.id = v_id;
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION pgrun.pause_schedule(text, uuid) IS
+'Pause the schedule (name, organization_id): no scheduler claims it until resume_schedule, and a '
+'scheduler''s current claim is dropped (its fire_schedule raises schedule.claim_lost). Jobs already made '
+'are untouched; upsert_schedule never unpauses. Returns schedule_id, paused_at, changed (false when it was '
+'already paused). Errors: schedule.not_found (RQ002), schedule.invalid_name (RQ003).';
+
+CREATE OR REPLACE FUNCTION pgrun.resume_schedule(name text, organization_id uuid DEFAULT NULL)
+RETURNS TABLE (schedule_id uuid, next_run_at timestamptz, changed boolean)
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = ''
+AS $$
+DECLARE
+    v_id uuid := pgrun._schedule_lock(resume_schedule.name, resume_schedule.organization_id);
+    v_now timestamptz := pgrun.now();
+BEGIN
+    RETURN QUERY
+    UPDATE pgrun.job_schedules AS s
+    SET paused_at = NULL,
+        planned_until = CASE
+            WHEN s.catch_up = 'all' THEN s.planned_until
+            ELSE greatest(s.planned_until, v_now)
+        END,
+        next_run_at = v_now,
+        updated_at = v_now
+    WHERE s.id = v_id AND s.paused_at IS NOT NULL
+    RETURNING s.id, s.next_run_at, true;
+    IF NOT FOUND THEN
+        RETURN QUERY SELECT s.id, s.next_run_at, false FROM pgrun.job_schedules AS s WHERE s.id = v_id;
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION pgrun.resume_schedule(text, uuid) IS
+'Resume a paused schedule (name, organization_id); it is due at once. The paused window is replayed only '
+'with catch_up all (every plan time of the window, the most recent backfill_limit); with latest and none '
+'only plan times after the resume fire. Returns schedule_id, next_run_at, changed (false when it was not '
+'paused). Errors: schedule.not_found (RQ002), schedule.invalid_name (RQ003).';
+
+CREATE OR REPLACE FUNCTION pgrun.delete_schedule(name text, organization_id uuid DEFAULT NULL)
+RETURNS TABLE (schedule_id uuid, ticks_deleted bigint)
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = ''
+AS $$
+DECLARE
+    v_id uuid := pgrun._schedule_lock(delete_schedule.name, delete_schedule.organization_id);
+    v_ticks bigint;
+BEGIN
+    SELECT count(*) INTO v_ticks FROM pgrun.schedule_ticks AS t WHERE t.schedule_id = v_id;
+    DELETE FROM pgrun.job_schedules AS s WHERE s.id = v_id;
+    RETURN QUERY SELECT v_id, v_ticks;
+END;
+$$;
+
+COMMENT ON FUNCTION pgrun.delete_schedule(text, uuid) IS
+'Delete the schedule (name, organization_id) and its ticks. Jobs it made stay, as ordinary jobs. Returns '
+'schedule_id and the number of ticks deleted. Errors: schedule.not_found (RQ002), schedule.invalid_name '
+'(RQ003).';
+
+CREATE OR REPLACE FUNCTION pgrun.list_schedules(organization_id uuid DEFAULT NULL)
+RETURNS TABLE (
+    schedule_id uuid,
+    name text,
+    organization_id uuid,
+    cron text,
+    timezone text,
+    job_type text,
+    queue text,
+    priority integer,
+    catch_up text,
+    backfill_limit integer,
+    scope_kind text,
+    scopes text[],
+    forbid_stale_reentry boolean,
+    enabled boolean,
+    paused_at timestamptz,
+    next_run_at timestamptz,
+    last_plan_at timestamptz,
+    last_fired_at timestamptz,
+    planned_until timestamptz,
+    claimed_by text,
+    created_at timestamptz,
+    updated_at timestamptz
+)
+LANGUAGE sql
+STABLE
+SET search_path = ''
+AS $$
+    SELECT
+        s.id, s.name, s.organization_id, s.cron, s.timezone, s.job_type, s.queue, s.priority,
+        s.catch_up, s.backfill_limit, s.scope_kind, s.scopes, s.forbid_stale_reentry, s.enabled,
+        s.paused_at, s.next_run_at, s.last_plan_at, s.last_fired_at, s.planned_until,
+        s.claimed_by, s.created_at, s.updated_at
+    FROM pgrun.job_schedules AS s
+    WHERE list_schedules.organization_id IS NULL OR s.organization_id = list_schedules.organization_id
+    ORDER BY s.organization_id NULLS FIRST, s.name
+$$;
+
+COMMENT ON FUNCTION pgrun.list_schedules(uuid) IS
+'Every schedule (or, with organization_id, that organization''s), by organization then name: the '
+'declaration, enabled / paused_at, next_run_at (when a scheduler looks next), last_plan_at (the latest '
+'plan time that fired) and last_fired_at (when, database time), planned_until (every plan time up to it '
+'is decided) and the claiming scheduler, if any.';
