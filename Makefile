@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 WITH_DB = if [ -n "$$DATABASE_URL" ]; then $(1); else $(PGRUN) dev -- $(1); fi
 
 .PHONY: help demo test suites lint lint-static lint-plpgsql pgtap pytest dev migrate check-schema \
-        sql-bundle bench docs sysdeps venv clean
+        sql-bundle bench bench-peers docs sysdeps venv clean
 
 help:
 	@echo "make demo        from a fresh clone: a throw-away PostgreSQL, a sample order workflow run by a worker"
@@ -20,6 +20,7 @@ help:
 	@echo "make migrate     apply the schema to DATABASE_URL"
 	@echo "make lint        sqlfluff, plpgsql_check, ruff, mypy --strict"
 	@echo "make bench       benchmarks; writes bench/results/*.json (see docs/performance.md)"
+	@echo "make bench-peers pgrun side by side with its peers; writes bench/results/peers.json"
 	@echo "make docs        regenerate docs/sql-api.md from the catalog"
 
 $(STAMP): pyproject.toml
@@ -80,6 +81,10 @@ sql-bundle: venv
 bench: venv sysdeps
 	$(PY) bench/jobs_bench.py $(BENCH_ARGS)
 	$(PY) bench/workflows_bench.py $(BENCH_ARGS)
+
+# The peers are installed from PyPI into their own venv (bench/peers/.venv-peers) by the script.
+bench-peers: venv sysdeps
+	$(PY) bench/peers/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .pgrun .mypy_cache .ruff_cache .pytest_cache dist build

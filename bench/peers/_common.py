@@ -1,0 +1,80 @@
+"""What every contestant script shares: its arguments, the clock, percentiles and the JSON line.
+
+Standard library only: the peers' scripts import it from their own venv. A contestant script
+is run as ``python SCRIPT --dsn DSN --mode throughput|latency ...``; it installs its schema into
+the (fresh, empty) database it is given, runs one workload and prints one JSON object as the
+last line of its stdout.
+
+Workloads (identical for every contestant):
+  throughput  N no-op jobs enqueued in bulk up front, ANALYZE, then a worker at the given
+              concurrency processes them; jobs/s = N / (worker start -> every completion written).
+  latency     a worker at the given concurrency, started and left idle for a moment; then
+              `samples` single jobs enqueued one at a time, each `interval_ms` after the previous
+              one started; latency = handler start - the moment the enqueue call returned
+              (committed), both on time.monotonic() in the same process. The first `warmup`
+              samples are dropped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from typing import Any
+
+NOOP = "bench_noop"
+
+
+def parse_args(description: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--dsn", required=True)
+    parser.add_argument("--mode", choices=("throughput", "latency"), required=True)
+    parser.add_argument("--jobs", type=int, default=20_000)
+    parser.add_argument("--concurrency", type=int, default=10)
+    parser.add_argument("--samples", type=int, default=200)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--interval-ms", type=float, default=20.0)
+    parser.add_argument("--idle-s", type=float, default=1.0, help="idle time before the first sample")
+    parser.add_argument("--timeout-s", type=float, default=600.0, help="give up after this long")
+    return parser.parse_args()
+
+
+def percentiles(values_ms: list[float]) -> dict[str, float]:
+    ordered = sorted(values_ms)
+    if not ordered:
+        return {"p50_ms": float("nan"), "p99_ms": float("nan"), "mean_ms": float("nan")}
+    rank99 = max(0, min(len(ordered) - 1, round(0.99 * len(ordered)) - 1))
+    return {
+        "p50_ms": statistics.median(ordered),
+        "p99_ms": ordered[rank99],
+        "mean_ms": statistics.fmean(ordered),
+        "min_ms": ordered[0],
+        "max_ms": ordered[-1],
+    }
+
+
+def latency_result(
+    commit_at: dict[int, float], started_at: dict[int, float], warmup: int, samples: int
+) -> dict[str, Any]:
+    """Milliseconds from each enqueue's return to its handler's start, warm-up samples dropped."""
+    values = [
+        (started_at[i] - commit_at[i]) * 1000
+        for i in range(warmup, warmup + samples)
+        if i in commit_at and i in started_at
+    ]
+    out: dict[str, Any] = percentiles(values)
+    out["samples"] = len(values)
+    out["missing"] = samples - len(values)
+    return out
+
+
+def emit(result: dict[str, Any]) -> None:
+    """The result as the last line of stdout (the harness reads that line)."""
+    sys.stdout.write(json.dumps(result) + "\n")
+    sys.stdout.flush()
+
+
+def now() -> float:
+    return time.monotonic()

@@ -1,0 +1,148 @@
+"""pgqueuer contestant: runs in the peers' venv (bench/peers/.venv-peers), never in the project's.
+
+Settings (pgqueuer's recommended setup): the asyncpg driver (`AsyncpgDriver`, one connection for
+the QueueManager; its LISTEN runs on it), schema installed with `Queries.install()`, jobs
+enqueued with `Queries.enqueue` (lists = one bulk INSERT). Concurrency C is
+`QueueManager.run(max_concurrent_tasks=C, batch_size=min(10, C // 2))`: batch_size 10 is
+pgqueuer's default and `max_concurrent_tasks` must be at least twice the batch size.
+Throughput uses `mode=drain` (exit once the queue is empty and in-flight jobs are done; the
+status-log buffer is flushed on exit). Other settings are pgqueuer's defaults.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.metadata
+import time
+from typing import Any
+
+import asyncpg
+from _common import NOOP, emit, latency_result, now, parse_args
+from pgqueuer import AsyncpgDriver, Job, QueueManager
+from pgqueuer.queries import Queries
+from pgqueuer.types import QueueExecutionMode
+
+
+def settings(concurrency: int) -> dict[str, Any]:
+    batch = max(1, min(10, concurrency // 2))
+    return {
+        "driver": "asyncpg (AsyncpgDriver)",
+        "max_concurrent_tasks": concurrency,
+        "batch_size": batch,
+        "dequeue_timeout_s": 30,
+        "notify": "LISTEN on the QueueManager connection",
+    }
+
+
+async def install(dsn: str) -> None:
+    conn = await asyncpg.connect(dsn)
+    try:
+        await Queries(AsyncpgDriver(conn)).install()
+    finally:
+        await conn.close()
+
+
+async def throughput(args: Any) -> dict[str, Any]:
+    cfg = settings(args.concurrency)
+    conn = await asyncpg.connect(args.dsn)
+    queries = Queries(AsyncpgDriver(conn))
+    t = time.perf_counter()
+    for start in range(0, args.jobs, 10_000):
+        count = min(10_000, args.jobs - start)
+        await queries.enqueue([NOOP] * count, [str(start + i).encode() for i in range(count)], [0] * count)
+    enqueue_s = time.perf_counter() - t
+    await conn.execute("ANALYZE")
+    await conn.close()
+
+    wconn = await asyncpg.connect(args.dsn)
+    qm = QueueManager(Queries(AsyncpgDriver(wconn)))
+    handled = 0
+    first: list[float] = []
+
+    @qm.entrypoint(NOOP)
+    async def noop(job: Job) -> None:
+        nonlocal handled
+        if not first:
+            first.append(time.perf_counter())
+        handled += 1
+
+    start = time.perf_counter()
+    await asyncio.wait_for(
+        qm.run(
+            batch_size=cfg["batch_size"],
+            max_concurrent_tasks=cfg["max_concurrent_tasks"],
+            mode=QueueExecutionMode.drain,
+        ),
+        args.timeout_s,
+    )
+    elapsed = time.perf_counter() - start
+    await wconn.close()
+    check = await asyncpg.connect(args.dsn)
+    left = await check.fetchval("SELECT count(*) FROM pgqueuer")
+    await check.close()
+    return {
+        "jobs": args.jobs,
+        "handled": handled,
+        "left_in_queue": left,
+        "enqueue_rows_per_s": args.jobs / enqueue_s,
+        "elapsed_s": elapsed,
+        "jobs_per_s": args.jobs / elapsed,
+        "settings": cfg,
+    }
+
+
+async def latency(args: Any) -> dict[str, Any]:
+    cfg = settings(args.concurrency)
+    wconn = await asyncpg.connect(args.dsn)
+    qm = QueueManager(Queries(AsyncpgDriver(wconn)))
+    started_at: dict[int, float] = {}
+    seen = asyncio.Event()
+
+    @qm.entrypoint(NOOP)
+    async def noop(job: Job) -> None:
+        started_at[int(job.payload or b"-1")] = now()
+        seen.set()
+
+    worker = asyncio.create_task(
+        qm.run(batch_size=cfg["batch_size"], max_concurrent_tasks=cfg["max_concurrent_tasks"])
+    )
+    econn = await asyncpg.connect(args.dsn)
+    queries = Queries(AsyncpgDriver(econn))
+    await asyncio.sleep(args.idle_s)
+    commit_at: dict[int, float] = {}
+    deadline = now() + args.timeout_s
+    for i in range(args.warmup + args.samples):
+        if now() > deadline or worker.done():
+            break
+        began = now()
+        seen.clear()
+        await queries.enqueue(NOOP, str(i).encode())
+        commit_at[i] = now()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(seen.wait(), 5.0)
+        await asyncio.sleep(max(0.0, args.interval_ms / 1000 - (now() - began)))
+    qm.shutdown.set()
+    await asyncio.wait_for(worker, 30)
+    await econn.close()
+    await wconn.close()
+    out = latency_result(commit_at, started_at, args.warmup, args.samples)
+    out["settings"] = cfg
+    return out
+
+
+async def main() -> None:
+    args = parse_args("pgqueuer contestant")
+    await install(args.dsn)
+    result = await (throughput(args) if args.mode == "throughput" else latency(args))
+    result.update(
+        contestant="pgqueuer",
+        mode=args.mode,
+        concurrency=args.concurrency,
+        versions={p: importlib.metadata.version(p) for p in ("pgqueuer", "asyncpg")},
+    )
+    emit(result)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

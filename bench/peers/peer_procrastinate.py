@@ -1,0 +1,131 @@
+"""procrastinate contestant: runs in the peers' venv (bench/peers/.venv-peers), never in the project's.
+
+Settings (procrastinate's recommended setup): `PsycopgConnector` (psycopg 3 with its async pool)
+sized so the pool never limits the worker (max_size = concurrency + 2: the job finishes, the
+fetch loop and the LISTEN connection), schema applied with `app.schema_manager.apply_schema_async()`,
+jobs enqueued with `task.batch_defer_async` (one statement per batch). Concurrency C is
+`run_worker_async(concurrency=C)` with `listen_notify=True` (the default) and the default 5 s
+fallback polling; throughput uses `wait=False` (exit once the queue is caught up). Signal
+handlers are off (the harness bounds the run); everything else is procrastinate's defaults.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.metadata
+import logging
+import time
+from typing import Any
+
+import psycopg
+from _common import NOOP, emit, latency_result, now, parse_args
+from procrastinate import App, PsycopgConnector
+
+
+def settings(concurrency: int) -> dict[str, Any]:
+    return {
+        "connector": "PsycopgConnector (psycopg 3 async pool)",
+        "pool_max_size": concurrency + 2,
+        "concurrency": concurrency,
+        "listen_notify": True,
+        "fetch_job_polling_interval_s": 5.0,
+    }
+
+
+def make_app(dsn: str, concurrency: int) -> App:
+    size = concurrency + 2
+    return App(connector=PsycopgConnector(conninfo=dsn, min_size=min(4, size), max_size=size))
+
+
+async def throughput(args: Any) -> dict[str, Any]:
+    cfg = settings(args.concurrency)
+    app = make_app(args.dsn, args.concurrency)
+    handled = 0
+
+    @app.task(name=NOOP, queue="default")
+    async def noop(n: int) -> None:
+        nonlocal handled
+        handled += 1
+
+    async with app.open_async():
+        await app.schema_manager.apply_schema_async()
+        t = time.perf_counter()
+        for start in range(0, args.jobs, 10_000):
+            count = min(10_000, args.jobs - start)
+            await noop.batch_defer_async(*({"n": start + i} for i in range(count)))
+        enqueue_s = time.perf_counter() - t
+        async with await psycopg.AsyncConnection.connect(args.dsn, autocommit=True) as conn:
+            await conn.execute("ANALYZE")
+        start = time.perf_counter()
+        await asyncio.wait_for(
+            app.run_worker_async(concurrency=args.concurrency, wait=False, install_signal_handlers=False),
+            args.timeout_s,
+        )
+        elapsed = time.perf_counter() - start
+    async with await psycopg.AsyncConnection.connect(args.dsn, autocommit=True) as conn:
+        cur = await conn.execute("SELECT count(*) FROM procrastinate_jobs WHERE status <> 'succeeded'")
+        row = await cur.fetchone()
+    return {
+        "jobs": args.jobs,
+        "handled": handled,
+        "left_in_queue": row[0] if row else None,
+        "enqueue_rows_per_s": args.jobs / enqueue_s,
+        "elapsed_s": elapsed,
+        "jobs_per_s": args.jobs / elapsed,
+        "settings": cfg,
+    }
+
+
+async def latency(args: Any) -> dict[str, Any]:
+    cfg = settings(args.concurrency)
+    app = make_app(args.dsn, args.concurrency)
+    started_at: dict[int, float] = {}
+    seen = asyncio.Event()
+
+    @app.task(name=NOOP, queue="default")
+    async def noop(n: int) -> None:
+        started_at[n] = now()
+        seen.set()
+
+    commit_at: dict[int, float] = {}
+    async with app.open_async():
+        await app.schema_manager.apply_schema_async()
+        worker = asyncio.create_task(
+            app.run_worker_async(concurrency=args.concurrency, wait=True, install_signal_handlers=False)
+        )
+        await asyncio.sleep(args.idle_s)
+        deadline = now() + args.timeout_s
+        for i in range(args.warmup + args.samples):
+            if now() > deadline or worker.done():
+                break
+            began = now()
+            seen.clear()
+            await noop.defer_async(n=i)
+            commit_at[i] = now()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(seen.wait(), 5.0)
+            await asyncio.sleep(max(0.0, args.interval_ms / 1000 - (now() - began)))
+        worker.cancel()
+        with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+            await asyncio.wait_for(worker, 30)
+    out = latency_result(commit_at, started_at, args.warmup, args.samples)
+    out["settings"] = cfg
+    return out
+
+
+async def main() -> None:
+    logging.basicConfig(level=logging.WARNING)
+    args = parse_args("procrastinate contestant")
+    result = await (throughput(args) if args.mode == "throughput" else latency(args))
+    result.update(
+        contestant="procrastinate",
+        mode=args.mode,
+        concurrency=args.concurrency,
+        versions={p: importlib.metadata.version(p) for p in ("procrastinate", "psycopg")},
+    )
+    emit(result)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,160 @@
+"""pgrun worker contestant: the real `pgrun.worker.Worker`, in-process, from the project venv.
+
+What `pgrun worker app:app` runs, minus the reaper: `Worker(app, AsyncClient, Config).run(stop)`
+with an `@app.job` async no-op handler. Settings: `JOBS_MAX_GLOBAL_CONCURRENCY` = the
+workload's concurrency, `JOBS_CLAIM_BATCH_SIZE` = the same (one claim fills every free slot),
+the client's pool of 4 connections plus the worker's own LISTEN connection, other settings at
+their defaults (poll 1 s, lease 30 s, outcomes flushed 2 ms after the first is buffered).
+Throughput: the handler that finishes the N-th job sets `stop`; the worker then writes the
+buffered outcomes and returns, and the clock stops. Schema: `pgrun.migrate.migrate`; bulk
+enqueue `Client.enqueue_jobs` (10,000 per call); single enqueue `AsyncClient.enqueue_job` on a
+client of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import Any
+
+import psycopg
+from _common import NOOP, emit, latency_result, now, parse_args
+
+from pgrun import migrate
+
+POOL_SIZE = 4
+
+
+def settings(concurrency: int) -> dict[str, Any]:
+    return {
+        "driver": f"psycopg 3 async pool ({POOL_SIZE}) + 1 LISTEN connection",
+        "JOBS_MAX_GLOBAL_CONCURRENCY": concurrency,
+        "JOBS_CLAIM_BATCH_SIZE": concurrency,
+        "flush": "complete_jobs 2 ms after the first buffered outcome (pgrun.worker.FLUSH_DELAY)",
+        "notify": "LISTEN pgrun_jobs; poll fallback JOBS_POLL_INTERVAL_MS=1000",
+    }
+
+
+def build(dsn: str, concurrency: int) -> tuple[Any, Any, Any]:
+    from pgrun.app import App
+    from pgrun.config import Config
+    from pgrun.worker import Worker
+
+    config = Config(
+        database_url=dsn,
+        worker_id="bench-worker",
+        max_global_concurrency=concurrency,
+        claim_batch_size=concurrency,
+    )
+    return App(), config, Worker
+
+
+async def throughput(args: Any) -> dict[str, Any]:
+    from pgrun.client import AsyncClient, Client
+
+    with Client.connect(args.dsn) as client:
+        t = time.perf_counter()
+        for start in range(0, args.jobs, 10_000):
+            count = min(10_000, args.jobs - start)
+            client.enqueue_jobs([{"job_type": NOOP, "payload": {"n": start + i}} for i in range(count)])
+        enqueue_s = time.perf_counter() - t
+    with psycopg.connect(args.dsn, autocommit=True) as conn:
+        conn.execute("ANALYZE")
+
+    app, config, worker_class = build(args.dsn, args.concurrency)
+    stop = asyncio.Event()
+    handled = 0
+
+    @app.job(NOOP)
+    async def noop(ctx: Any) -> None:
+        nonlocal handled
+        handled += 1
+        if handled >= args.jobs:
+            stop.set()
+
+    start = time.perf_counter()
+    client = await AsyncClient.connect(args.dsn, max_size=POOL_SIZE)
+    try:
+        worker = worker_class(app, client, config)
+        runner = asyncio.create_task(worker.run(stop))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), args.timeout_s)
+        stop.set()
+        await asyncio.wait_for(runner, 60)
+        elapsed = time.perf_counter() - start
+    finally:
+        await client.close()
+    with psycopg.connect(args.dsn, autocommit=True) as conn:
+        row = conn.execute("SELECT count(*) FROM pgrun.jobs WHERE status <> 'succeeded'").fetchone()
+    return {
+        "jobs": args.jobs,
+        "handled": handled,
+        "left_in_queue": row[0] if row else None,
+        "enqueue_rows_per_s": args.jobs / enqueue_s,
+        "elapsed_s": elapsed,
+        "jobs_per_s": args.jobs / elapsed,
+        "settings": settings(args.concurrency),
+    }
+
+
+async def latency(args: Any) -> dict[str, Any]:
+    from pgrun.client import AsyncClient
+
+    app, config, worker_class = build(args.dsn, args.concurrency)
+    stop = asyncio.Event()
+    started_at: dict[int, float] = {}
+    seen = asyncio.Event()
+
+    @app.job(NOOP)
+    async def noop(ctx: Any) -> None:
+        started_at[int(ctx.payload["n"])] = now()
+        seen.set()
+
+    client = await AsyncClient.connect(args.dsn, max_size=POOL_SIZE)
+    enqueuer = await AsyncClient.connect(args.dsn, max_size=1)
+    commit_at: dict[int, float] = {}
+    try:
+        runner = asyncio.create_task(worker_class(app, client, config).run(stop))
+        await asyncio.sleep(args.idle_s)
+        deadline = now() + args.timeout_s
+        for i in range(args.warmup + args.samples):
+            if now() > deadline or runner.done():
+                break
+            began = now()
+            seen.clear()
+            await enqueuer.enqueue_job(NOOP, payload={"n": i})
+            commit_at[i] = now()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(seen.wait(), 5.0)
+            await asyncio.sleep(max(0.0, args.interval_ms / 1000 - (now() - began)))
+        stop.set()
+        await asyncio.wait_for(runner, 60)
+    finally:
+        await enqueuer.close()
+        await client.close()
+    out = latency_result(commit_at, started_at, args.warmup, args.samples)
+    out["settings"] = settings(args.concurrency)
+    return out
+
+
+async def main() -> None:
+    args = parse_args("pgrun worker contestant")
+    try:
+        import pgrun.worker  # noqa: F401
+    except ImportError as exc:
+        emit({"contestant": "pgrun worker", "mode": args.mode, "skipped": f"pgrun.worker: {exc}"})
+        return
+    await asyncio.to_thread(migrate.migrate, args.dsn)
+    result = await (throughput(args) if args.mode == "throughput" else latency(args))
+    result.update(
+        contestant="pgrun worker",
+        mode=args.mode,
+        concurrency=args.concurrency,
+        versions={"psycopg": psycopg.__version__},
+    )
+    emit(result)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,295 @@
+"""Side by side with the peers: pgrun, pgqueuer and procrastinate on one server, in one run.
+
+Every contestant is a script in this folder that gets a fresh, empty database, installs its own
+schema its own way, runs one workload and prints a JSON line (see _common.py for the
+workloads). The pgrun contestants run on the project's interpreter; pgqueuer and procrastinate
+run in their own venv (bench/peers/.venv-peers), which this script creates and fills from PyPI
+with the latest releases (`--no-upgrade` reuses what is there).
+
+Contestants: the pgrun worker (pgrun_worker.py, once pgrun.worker exists), the pgrun SQL loop
+(pgrun_sqlloop.py: claim_jobs/complete_jobs over LISTEN, a floor for the worker), pgqueuer
+(peer_pgqueuer.py) and procrastinate (peer_procrastinate.py). Each workload of each contestant
+gets its own database (created, used, dropped), so no run inherits another's dead rows.
+
+Usage: python bench/peers/run.py [--quick] [--fast] [--only NAME ...] [--json PATH]
+Without DATABASE_URL it starts an embedded server (durable settings unless --fast).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from psycopg.conninfo import conninfo_to_dict
+
+from pgrun.server import EmbeddedServer
+from pgrun.testing import create_database, drop_database
+
+HERE = Path(__file__).resolve().parent
+PEERS_VENV = HERE / ".venv-peers"
+PEER_PACKAGES = ("pgqueuer", "asyncpg", "procrastinate", "psycopg[binary]")
+DURABLE = {"fsync": "on", "synchronous_commit": "on", "full_page_writes": "on"}
+CONTESTANTS = {
+    "pgrun worker": ("pgrun_worker.py", "project"),
+    "pgrun SQL loop": ("pgrun_sqlloop.py", "project"),
+    "pgqueuer": ("peer_pgqueuer.py", "peers"),
+    "procrastinate": ("peer_procrastinate.py", "peers"),
+}
+PEERS = ("pgqueuer", "procrastinate")
+
+
+@contextmanager
+def server(fast: bool) -> Iterator[str]:
+    existing = os.environ.get("DATABASE_URL")
+    if existing:
+        yield existing
+        return
+    with EmbeddedServer(ephemeral=True, settings={} if fast else DURABLE) as srv:
+        yield srv.dsn
+
+
+def url_for(admin_dsn: str, database: str) -> str:
+    """A postgresql:// URL for `database` on the admin DSN's server (asyncpg takes URLs only)."""
+    p = conninfo_to_dict(admin_dsn)
+    auth = quote(str(p.get("user", "")))
+    if p.get("password"):
+        auth += ":" + quote(str(p["password"]))
+    host = p.get("host", "127.0.0.1")
+    port = p.get("port", "5432")
+    return f"postgresql://{auth}@{host}:{port}/{quote(database)}"
+
+
+def peers_python() -> Path:
+    return PEERS_VENV / "bin" / "python"
+
+
+def ensure_peers_venv(upgrade: bool) -> dict[str, str]:
+    """The peers' venv with the latest releases from PyPI; returns the installed versions."""
+    if not peers_python().exists():
+        subprocess.run([sys.executable, "-m", "venv", str(PEERS_VENV)], check=True, timeout=300)
+        upgrade = True
+    if upgrade:
+        print(f"installing {', '.join(PEER_PACKAGES)} (latest) into {PEERS_VENV} ...", flush=True)
+        try:
+            subprocess.run(
+                [
+                    str(peers_python()),
+                    "-m",
+                    "pip",
+                    "install",
+                    "-q",
+                    "--disable-pip-version-check",
+                    "-U",
+                    *PEER_PACKAGES,
+                ],
+                check=True,
+                timeout=900,
+            )
+        except (subprocess.SubprocessError, OSError) as exc:
+            print(f"warning: could not upgrade the peers ({exc}); using what is installed", flush=True)
+    names = ("pgqueuer", "asyncpg", "procrastinate", "psycopg", "psycopg-pool")
+    out = subprocess.run(
+        [
+            str(peers_python()),
+            "-c",
+            "import importlib.metadata as m, json, sys; "
+            "print(json.dumps({n: m.version(n) for n in sys.argv[1:]}))",
+            *names,
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
+    return dict(json.loads(out))
+
+
+def workloads(quick: bool) -> list[dict[str, Any]]:
+    jobs = 2_000 if quick else 20_000
+    samples = 50 if quick else 200
+    return [
+        {"key": "c10", "mode": "throughput", "concurrency": 10, "jobs": jobs},
+        {"key": "c50", "mode": "throughput", "concurrency": 50, "jobs": jobs},
+        {"key": "latency", "mode": "latency", "concurrency": 10, "samples": samples, "interval_ms": 20},
+    ]
+
+
+def run_one(
+    admin: str, name: str, workload: dict[str, Any], timeout_s: float, log_dir: Path
+) -> dict[str, Any]:
+    script, env_kind = CONTESTANTS[name]
+    python = str(peers_python()) if env_kind == "peers" else sys.executable
+    database = create_database(admin, prefix="peers_" + name.split()[0].lower())
+    try:
+        args = [
+            python,
+            str(HERE / script),
+            "--dsn",
+            url_for(admin, database),
+            "--mode",
+            workload["mode"],
+            "--concurrency",
+            str(workload["concurrency"]),
+            "--timeout-s",
+            str(timeout_s),
+        ]
+        if workload["mode"] == "throughput":
+            args += ["--jobs", str(workload["jobs"])]
+        else:
+            args += ["--samples", str(workload["samples"]), "--interval-ms", str(workload["interval_ms"])]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env.pop("DATABASE_URL", None)
+        if env_kind == "peers":
+            env.pop("PYTHONPATH", None)
+        log = log_dir / f"{name.replace(' ', '_')}-{workload['key']}.log"
+        started = time.perf_counter()
+        try:
+            proc = subprocess.run(
+                args, capture_output=True, text=True, timeout=timeout_s + 120, env=env, cwd=HERE.parent.parent
+            )
+        except subprocess.TimeoutExpired as exc:
+            return {"error": f"timed out after {exc.timeout:.0f} s"}
+        log.write_text(f"$ {shlex.join(args)}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}")
+        lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+        if proc.returncode != 0 or not lines:
+            tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+            return {"error": f"exit {proc.returncode}: " + " | ".join(tail), "log": str(log)}
+        result: dict[str, Any] = json.loads(lines[-1])
+        result["wall_s"] = time.perf_counter() - started
+        return result
+    finally:
+        drop_database(admin, database)
+
+
+def fmt(value: Any, digits: int = 0) -> str:
+    if isinstance(value, (int, float)):
+        return f"{value:,.{digits}f}"
+    return "—"
+
+
+def table(results: dict[str, dict[str, dict[str, Any]]]) -> str:
+    head = (
+        "| contestant | jobs/s, c=10 | jobs/s, c=50 | enqueue→start p50 ms | p99 ms | bulk enqueue rows/s |\n"
+        "|---|---:|---:|---:|---:|---:|\n"
+    )
+    rows = []
+    for name, res in results.items():
+        c10, c50, lat = res.get("c10", {}), res.get("c50", {}), res.get("latency", {})
+        if all("skipped" in r for r in (c10, c50, lat)):
+            rows.append(f"| {name} | skipped: {c10.get('skipped')} | | | | |")
+            continue
+        rows.append(
+            f"| {name} | {fmt(c10.get('jobs_per_s'))} | {fmt(c50.get('jobs_per_s'))} "
+            f"| {fmt(lat.get('p50_ms'), 2)} | {fmt(lat.get('p99_ms'), 2)} "
+            f"| {fmt(c10.get('enqueue_rows_per_s'))} |"
+        )
+    return head + "\n".join(rows) + "\n"
+
+
+def verdict(results: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:
+    """The issue's targets: pgrun throughput at least twice the faster peer's; p50 latency <= 5 ms."""
+
+    def best(name: str) -> float | None:
+        rates = [results.get(name, {}).get(k, {}).get("jobs_per_s") for k in ("c10", "c50")]
+        known = [r for r in rates if isinstance(r, (int, float))]
+        return max(known) if known else None
+
+    peer_best = [b for b in (best(p) for p in PEERS) if b is not None]
+    out: dict[str, Any] = {"faster_peer_jobs_per_s": max(peer_best) if peer_best else None}
+    for name in ("pgrun worker", "pgrun SQL loop"):
+        mine = best(name)
+        p50 = results.get(name, {}).get("latency", {}).get("p50_ms")
+        if mine is None or not peer_best:
+            continue
+        ratio = mine / max(peer_best)
+        out[name] = {
+            "best_jobs_per_s": mine,
+            "throughput_ratio_vs_faster_peer": ratio,
+            "throughput_target_met": ratio >= 2.0,
+            "p50_ms": p50,
+            "latency_target_met": isinstance(p50, (int, float)) and p50 <= 5.0,
+        }
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="2,000 jobs and 50 latency samples")
+    parser.add_argument("--fast", action="store_true", help="embedded server without fsync")
+    parser.add_argument("--only", nargs="*", choices=sorted(CONTESTANTS), help="run only these")
+    parser.add_argument("--no-upgrade", action="store_true", help="reuse the peers' venv as it is")
+    parser.add_argument("--timeout-s", type=float, default=600.0, help="per workload")
+    parser.add_argument("--json", default="bench/results/peers.json")
+    args = parser.parse_args()
+    names = [n for n in CONTESTANTS if not args.only or n in args.only]
+    versions: dict[str, str] = {}
+    if any(CONTESTANTS[n][1] == "peers" for n in names):
+        versions.update(ensure_peers_venv(upgrade=not args.no_upgrade))
+    import psycopg
+
+    versions["pgrun"] = _pgrun_version()
+    versions["psycopg (pgrun)"] = psycopg.__version__
+    out_path = Path(args.json)
+    log_dir = out_path.parent / "peers-logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    report: dict[str, Any] = {
+        "command": "python bench/peers/run.py " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+        "server": "embedded, fsync off" if args.fast else "embedded, durable (fsync on)",
+        "cpus": os.cpu_count(),
+        "loadavg_at_start": os.getloadavg(),
+        "started_at": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "versions": versions,
+        "workloads": workloads(args.quick),
+    }
+    results: dict[str, dict[str, dict[str, Any]]] = {n: {} for n in names}
+    with server(args.fast) as admin:
+        with psycopg.connect(admin) as conn:
+            report["postgresql"] = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
+        for workload in workloads(args.quick):
+            for name in names:
+                res = run_one(admin, name, workload, args.timeout_s, log_dir)
+                results[name][workload["key"]] = res
+                shown = (
+                    f"{res['jobs_per_s']:,.0f} jobs/s"
+                    if "jobs_per_s" in res
+                    else f"p50 {res['p50_ms']:.2f} ms, p99 {res['p99_ms']:.2f} ms"
+                    if "p50_ms" in res
+                    else res.get("skipped") or res.get("error")
+                )
+                print(f"{name:>15} {workload['key']:>8}: {shown}", flush=True)
+    report["loadavg_at_end"] = os.getloadavg()
+    report["results"] = results
+    report["verdict"] = verdict(results)
+    report["table"] = table(results)
+    print()
+    print(report["table"])
+    print(json.dumps(report["verdict"], indent=2))
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(json.dumps(report, indent=2))
+    print(f"wrote {out_path}")
+    return 0
+
+
+def _pgrun_version() -> str:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("pgrun")
+    except importlib.metadata.PackageNotFoundError:
+        return "checkout"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
