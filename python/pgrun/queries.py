@@ -222,3 +222,57 @@ SELECT * FROM pgrun.list_workflow_runs(
 
 NOTIFY_CHANNEL: Final = "pgrun_jobs"
 LISTEN: Final = "LISTEN pgrun_jobs"
+
+# -- schedules (pgrun.scheduler) --------------------------------------------------------
+
+UPSERT_SCHEDULE: Final = """
+SELECT * FROM pgrun.upsert_schedule(
+    name => %(name)s::text,
+    cron => %(cron)s::text,
+    job_type => %(job_type)s::text,
+    payload => %(payload)s::jsonb,
+    timezone => %(timezone)s::text,
+    queue => %(queue)s::text,
+    priority => %(priority)s::integer,
+    catch_up => %(catch_up)s::text,
+    backfill_limit => %(backfill_limit)s::integer,
+    enabled => %(enabled)s::boolean,
+    organization_id => %(organization_id)s::uuid,
+    max_attempts => %(max_attempts)s::integer,
+    timeout_seconds => %(timeout_seconds)s::integer,
+    misfire_grace_seconds => %(misfire_grace_seconds)s::integer,
+    scope_kind => %(scope_kind)s::text,
+    scopes => %(scopes)s::text[],
+    forbid_stale_reentry => %(forbid_stale_reentry)s::boolean)
+"""
+
+CLAIM_DUE_SCHEDULES: Final = """
+SELECT * FROM pgrun.claim_due_schedules(
+    scheduler_id => %(scheduler_id)s::text,
+    max_schedules => %(max_schedules)s::integer,
+    lease_seconds => %(lease_seconds)s::integer)
+"""
+
+FIRE_SCHEDULE: Final = """
+SELECT * FROM pgrun.fire_schedule(
+    schedule_id => %(schedule_id)s::uuid,
+    plan_times => %(plan_times)s::timestamptz[],
+    next_run_at => %(next_run_at)s::timestamptz,
+    claim_token => %(claim_token)s::uuid,
+    planned_until => %(planned_until)s::timestamptz,
+    scheduler_id => %(scheduler_id)s::text)
+"""
+
+LIST_SCHEDULES: Final = "SELECT * FROM pgrun.list_schedules(organization_id => %(organization_id)s::uuid)"
+
+PAUSE_SCHEDULE: Final = """
+SELECT * FROM pgrun.pause_schedule(name => %(name)s::text, organization_id => %(organization_id)s::uuid)
+"""
+
+RESUME_SCHEDULE: Final = """
+SELECT * FROM pgrun.resume_schedule(name => %(name)s::text, organization_id => %(organization_id)s::uuid)
+"""
+
+DELETE_SCHEDULE: Final = """
+SELECT * FROM pgrun.delete_schedule(name => %(name)s::text, organization_id => %(organization_id)s::uuid)
+"""
