@@ -1,0 +1,160 @@
+"""`pgrun worker` as a real process: SIGKILL mid-job, SIGTERM, and a server restart.
+
+The app is tests_py/worker_apps.py; its handler logs "<name> start|done <attempt>" lines to
+a file so the tests can count executions across processes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pgrun import migrate
+from pgrun.client import Client
+from pgrun.server import EmbeddedServer
+
+TESTS = Path(__file__).resolve().parent
+
+
+def start_worker(dsn: str, **env: str) -> subprocess.Popen[bytes]:
+    environ = {
+        **os.environ,
+        "DATABASE_URL": dsn,
+        "JOBS_LEASE_TTL_SECONDS": "10",
+        "JOBS_POLL_INTERVAL_MS": "100",
+        "JOBS_REAPER_INTERVAL_SECONDS": "1",
+        **env,
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "pgrun", "worker", "worker_apps:app", "--log-level", "warning"],
+        cwd=TESTS,
+        env=environ,
+    )
+
+
+def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+def lines(log: Path) -> list[str]:
+    return log.read_text().splitlines() if log.exists() else []
+
+
+@pytest.fixture
+def log_file(tmp_path: Path) -> Path:
+    return tmp_path / "handler.log"
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait(10)
+
+
+def test_a_worker_killed_mid_job_is_recovered_and_the_job_succeeds_once(db: str, log_file: Path) -> None:
+    with Client.connect(db) as client:
+        job_id = client.enqueue_job(
+            "test.sleep", {"log": str(log_file), "name": "job", "hang_first": True}, max_attempts=3
+        ).job_id
+        first = start_worker(db, JOBS_WORKER_ID="first")
+        try:
+            wait_for(lambda: "job start 1" in lines(log_file), 20, "the first attempt to start")
+            first.send_signal(signal.SIGKILL)
+            first.wait(10)
+        finally:
+            stop(first)
+        second = start_worker(db, JOBS_WORKER_ID="second")
+        try:
+            # the lease (10 s) expires, the second worker's reaper retries the job, it claims it
+            wait_for(lambda: client.get_job(job_id)["status"] == "succeeded", 30, "the job to succeed")
+        finally:
+            second.send_signal(signal.SIGTERM)
+            second.wait(20)
+        job = client.get_job(job_id)
+    assert [a["outcome"] for a in job["attempts"]] == ["lease_expired", "succeeded"]
+    assert [a["worker_id"] for a in job["attempts"]] == ["first", "second"]
+    assert lines(log_file) == ["job start 1", "job start 2", "job done 2"]
+    assert second.returncode == 0
+
+
+def test_sigterm_lets_running_jobs_finish_and_claims_nothing_more(db: str, log_file: Path) -> None:
+    with Client.connect(db) as client:
+        ids = [
+            client.enqueue_job("test.sleep", {"log": str(log_file), "name": f"j{i}", "seconds": 2}).job_id
+            for i in range(5)
+        ]
+        worker = start_worker(db, JOBS_MAX_GLOBAL_CONCURRENCY="2")
+        try:
+            wait_for(lambda: sum(" start " in line for line in lines(log_file)) == 2, 20, "two jobs to start")
+            worker.send_signal(signal.SIGTERM)
+            assert worker.wait(20) == 0
+        finally:
+            stop(worker)
+        jobs = [client.get_job(job_id) for job_id in ids]
+    assert sorted(j["status"] for j in jobs) == ["queued", "queued", "queued", "succeeded", "succeeded"]
+    assert sum(" done " in line for line in lines(log_file)) == 2
+
+
+@pytest.fixture
+def own_server() -> Iterator[EmbeddedServer]:
+    """A durable server this test may stop and start on the same port."""
+    home = Path(tempfile.mkdtemp(prefix="pgrun-test-home-"))
+    home.chmod(0o755)
+    server = EmbeddedServer(home=home, ephemeral=False)
+    try:
+        yield server.start()
+    finally:
+        server.stop()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def test_the_worker_reconnects_after_a_server_restart_and_loses_nothing(
+    own_server: EmbeddedServer, log_file: Path
+) -> None:
+    dsn = own_server.dsn
+    migrate.migrate(dsn)
+    names = [f"j{i}" for i in range(40)]
+    with Client.connect(dsn) as client:
+        client.enqueue_jobs(
+            [
+                {"job_type": "test.sleep", "payload": {"log": str(log_file), "name": n, "seconds": 0.1}}
+                for n in names
+            ]
+        )
+    worker = start_worker(dsn, JOBS_MAX_GLOBAL_CONCURRENCY="4")
+    try:
+        wait_for(lambda: sum(" done " in line for line in lines(log_file)) >= 8, 30, "some jobs to finish")
+        own_server.stop()
+        time.sleep(1.5)
+        own_server.start()
+        with Client.connect(dsn) as client:
+
+            def all_succeeded() -> bool:
+                return [s.status for s in client.list_jobs(max_rows=100)] == ["succeeded"] * 40
+
+            wait_for(all_succeeded, 60, "every job to succeed after the restart")
+        assert worker.poll() is None, "the worker survived the outage"
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(20) == 0
+    finally:
+        stop(worker)
+    done: dict[str, Any] = {}
+    for line in lines(log_file):
+        name, what, _attempt = line.split()
+        if what == "done":
+            done[name] = done.get(name, 0) + 1
+    assert sorted(done) == sorted(names), "every job ran to completion"
