@@ -36,7 +36,7 @@ import socket
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -123,30 +123,31 @@ def due_times(
     before ``upto`` (found with ``get_prev``) and the left-out count is not exact (it is then
     reported as at least 1).
     """
+    # Every comparison is made in UTC: two aware datetimes with the same ZoneInfo compare by
+    # wall time, so 02:30 CEST and 02:30 CET (the hour repeated at fall-back) would be "equal".
     zone = _zone(timezone)
-    start = after.astimezone(zone)
-    end = upto.astimezone(zone)
+    after_utc = after.astimezone(UTC)
+    upto_utc = upto.astimezone(UTC)
+    start_utc = after_utc
     jumped = False
     if keep is not None:
-        back = _iterator(cron, end + timedelta(microseconds=1))
+        back = _iterator(cron, (upto_utc + timedelta(microseconds=1)).astimezone(zone))
         candidate: datetime | None = None
         for _ in range(keep):
-            candidate = back.get_prev(datetime)
-            if candidate <= start:
+            candidate = back.get_prev(datetime).astimezone(UTC)
+            if candidate <= after_utc:
                 candidate = None
                 break
-        if candidate is not None:
-            earlier = candidate - timedelta(seconds=1)
-            if earlier > start:
-                start = earlier
-                jumped = True
+        if candidate is not None and candidate - timedelta(seconds=1) > after_utc:
+            start_utc = candidate - timedelta(seconds=1)
+            jumped = True
     found: list[datetime] = []
-    forward = _iterator(cron, start)
+    forward = _iterator(cron, start_utc.astimezone(zone))
     while True:
-        t = forward.get_next(datetime)
-        if t > end:
+        t = forward.get_next(datetime).astimezone(UTC)
+        if t > upto_utc:
             break
-        if t > after:
+        if t > after_utc and (not found or t > found[-1]):
             found.append(t)
     left_out = 0
     if keep is not None and len(found) > keep:
@@ -159,7 +160,10 @@ def due_times(
 
 def next_after(cron: str, timezone: str, moment: datetime) -> datetime:
     """The first plan time strictly after ``moment``."""
-    t: datetime = _iterator(cron, moment.astimezone(_zone(timezone))).get_next(datetime)
+    it = _iterator(cron, moment.astimezone(_zone(timezone)))
+    t: datetime = it.get_next(datetime).astimezone(UTC)
+    while t <= moment:  # never earlier in real time, also inside a repeated DST hour
+        t = it.get_next(datetime).astimezone(UTC)
     return t
 
 
@@ -191,8 +195,8 @@ def plan(
     else:
         times, skipped = due_times(cron, timezone, planned_until, db_now, keep)
     return Plan(
-        plan_times=[t.astimezone(ZoneInfo("UTC")) for t in times],
-        next_run_at=next_after(cron, timezone, db_now).astimezone(ZoneInfo("UTC")),
+        plan_times=times,
+        next_run_at=next_after(cron, timezone, db_now),
         planned_until=db_now,
         skipped=skipped,
     )
