@@ -58,7 +58,7 @@ def connect(dsn: str) -> psycopg.Connection[tuple[Any, ...]]:
 def reset(dsn: str) -> None:
     with connect(dsn) as conn:
         conn.execute(
-            "TRUNCATE pgrun.jobs, pgrun.job_attempts, pgrun.job_events, "
+            "TRUNCATE pgrun.jobs, pgrun.job_attempts_finished, pgrun.job_events, "
             "pgrun.job_dead_letters, pgrun.job_logs"
         )
 

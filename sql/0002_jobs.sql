@@ -134,9 +134,9 @@ WHERE status = 'queued';
 CREATE INDEX jobs_lease_idx ON pgrun.jobs (lease_expires_at)
 WHERE status = 'running';
 
--- Concurrency caps count running jobs per type.
-CREATE INDEX jobs_running_type_idx ON pgrun.jobs (job_type)
-WHERE status = 'running';
+-- Concurrency caps count a capped type's running jobs through jobs_lease_idx (a walk
+-- over running jobs only, paid only when some type is capped); a partial index of its own
+-- cost one more index insert on every claim (docs/performance.md, "Job hot path").
 
 -- Retention purge and listing of finished work.
 CREATE INDEX jobs_finished_idx ON pgrun.jobs (finished_at)
@@ -158,17 +158,21 @@ WHERE schedule_id IS NOT NULL;
 CREATE INDEX jobs_organization_idx ON pgrun.jobs (organization_id, id)
 WHERE organization_id IS NOT NULL;
 
--- One row per claim. Written by claim_jobs with outcome NULL; the attempt's end
--- (complete, fail, continue, reap, cancel) sets finished_at and outcome.
-CREATE TABLE pgrun.job_attempts (
+-- One row per FINISHED attempt, written once when the attempt ends (complete, fail,
+-- continue, the reaper, the write after a cancel request) from the jobs row, which holds
+-- the running attempt (worker_id, lease_token, started_at, step, total_attempts) until
+-- then. Writing it once instead of inserting at claim and updating at the end saves a
+-- heap insert and an index insert per job (docs/performance.md, "Job hot path"). Read
+-- attempts through the job_attempts view below, which adds the running one.
+CREATE TABLE pgrun.job_attempts_finished (
     job_id uuid NOT NULL,
     attempt integer NOT NULL,
     step text,
     worker_id text NOT NULL,
     lease_token uuid NOT NULL,
     started_at timestamptz NOT NULL,
-    finished_at timestamptz,
-    outcome text,
+    finished_at timestamptz NOT NULL,
+    outcome text NOT NULL,
     error_code text,
     error_message text,
     PRIMARY KEY (job_id, attempt),
@@ -179,16 +183,54 @@ CREATE TABLE pgrun.job_attempts (
         outcome IN (
             'succeeded', 'failed', 'timed_out', 'crashed', 'lease_expired', 'cancelled', 'continued'
         )
-    ),
-    CONSTRAINT job_attempts_finished_check CHECK ((outcome IS NULL) = (finished_at IS NULL))
-) WITH (fillfactor = 90);
+    )
+);
 
-COMMENT ON TABLE pgrun.job_attempts IS
-'One row per claim of a job: which worker, when, how it ended. attempt counts claims over the job''s life.';
+COMMENT ON TABLE pgrun.job_attempts_finished IS
+'One row per finished attempt of a job, written when the attempt ends; read job_attempts, which adds '
+'the running attempt.';
+
+-- Every claim of a job: the finished attempts plus, for a running job, its current attempt
+-- (outcome and finished_at NULL), derived from the jobs row. A lookup by job_id is a
+-- primary-key probe of each side.
+CREATE VIEW pgrun.job_attempts AS
+SELECT
+    f.job_id,
+    f.attempt,
+    f.step,
+    f.worker_id,
+    f.lease_token,
+    f.started_at,
+    f.finished_at,
+    f.outcome,
+    f.error_code,
+    f.error_message
+FROM pgrun.job_attempts_finished AS f
+UNION ALL
+SELECT
+    j.id AS job_id,
+    j.total_attempts AS attempt,
+    j.step,
+    j.worker_id,
+    j.lease_token,
+    j.started_at,
+    NULL::timestamptz AS finished_at,
+    NULL::text AS outcome,
+    NULL::text AS error_code,
+    NULL::text AS error_message
+FROM pgrun.jobs AS j
+WHERE j.status = 'running';
+
+COMMENT ON VIEW pgrun.job_attempts IS
+'One row per claim of a job: which worker, when, how it ended (outcome NULL while it runs). attempt '
+'counts claims over the job''s life.';
 
 -- Every transition of every job, append-only.
+-- The primary key (job_id, id) is also the index every reader uses (a job's events in
+-- order); a key on id alone would be a second index insert per transition that nothing
+-- reads.
 CREATE TABLE pgrun.job_events (
-    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id bigint GENERATED ALWAYS AS IDENTITY,
     job_id uuid NOT NULL,
     event text NOT NULL,
     from_status text,
@@ -209,10 +251,9 @@ CREATE TABLE pgrun.job_events (
             'enqueued', 'claimed', 'succeeded', 'retry_scheduled', 'dead', 'continued',
             'cancel_requested', 'cancelled', 'requeued', 'lease_expired'
         )
-    )
+    ),
+    PRIMARY KEY (job_id, id)
 );
-
-CREATE INDEX job_events_job_idx ON pgrun.job_events (job_id, id);
 
 COMMENT ON TABLE pgrun.job_events IS
 'Append-only audit: exactly one row per job transition (enqueued, claimed, succeeded, ...).';
@@ -340,7 +381,7 @@ crashes AS (
         j.queue,
         count(*) FILTER (WHERE a.outcome = 'crashed') AS crashed,
         count(*) FILTER (WHERE a.outcome = 'lease_expired') AS lease_expired
-    FROM pgrun.job_attempts AS a
+    FROM pgrun.job_attempts_finished AS a
     INNER JOIN pgrun.jobs AS j ON a.job_id = j.id
     CROSS JOIN w
     WHERE a.outcome IN ('crashed', 'lease_expired') AND a.finished_at >= w.window_start

@@ -40,7 +40,7 @@ BEGIN
             HINT = 'Pass the id of the job to cancel.';
     END IF;
 
-    SELECT j.id, j.status, j.cancel_requested_at, j.total_attempts
+    SELECT j.id, j.status, j.cancel_requested_at, j.total_attempts, j.workflow_run_id
     INTO v_job
     FROM pgrun.jobs AS j
     WHERE j.id = cancel_job.job_id
@@ -75,7 +75,9 @@ BEGIN
             jsonb_build_object('reason', v_reason), v_now
         FROM cancelled AS c;
         -- A workflow step's job: settle the step and release dependents.
-        PERFORM pgrun._workflow_jobs_finished(ARRAY[v_job.id]);
+        IF v_job.workflow_run_id IS NOT NULL THEN
+            PERFORM pgrun._workflow_jobs_finished(ARRAY[v_job.id]);
+        END IF;
         RETURN 'cancelled';
     ELSIF v_job.status = 'running' THEN
         IF v_job.cancel_requested_at IS NULL THEN

@@ -4,8 +4,10 @@
 -- in priority order (lower runs first), then run_at, then id, optionally narrowed to some
 -- queues and job types. Each claimed job becomes 'running' with a new lease_token, a
 -- lease that ends lease_seconds from now, the worker's id, attempt + 1 and
--- total_attempts + 1; a job_attempts row (attempt = total_attempts, the claim's number over
--- the job's life) and one 'claimed' job_events row are written with it.
+-- total_attempts + 1, and one 'claimed' job_events row is written with it. The running
+-- attempt (number total_attempts, the claim's number over the job's life) lives in the
+-- jobs row itself; job_attempts shows it, and the write that ends the attempt stores it
+-- in job_attempts_finished (one insert per attempt instead of an insert plus an update).
 --
 -- Paused job types are not claimed. A job type with max_concurrency never has more
 -- running jobs than the cap, however many claimers run at once:
@@ -14,12 +16,12 @@
 --      capped type whose row another claimer holds is left out of this call (no
 --      waiting; the next call tries again);
 --   3. in a new statement (READ COMMITTED: a fresh snapshot, which sees every claim the
---      previous holder of the row committed) count the running jobs of each locked type;
---      its room is max_concurrency minus that count, and a full type is left out;
+--      previous holder of the row committed) count the running jobs of each locked type
+--      (through jobs_lease_idx, the partial index over running jobs); its room is max_concurrency minus that count, and a full type is left out;
 --   4. one claim statement with data-modifying CTEs: candidates from jobs_claim_idx with
 --      FOR UPDATE SKIP LOCKED and LIMIT max_jobs, left-out types filtered; per capped
---      type at most its room of them are updated; the attempt and event rows are
---      inserted from the UPDATE's RETURNING.
+--      type at most its room of them are updated; the event rows are inserted from the
+--      UPDATE's RETURNING.
 -- A batch may therefore hold fewer than max_jobs jobs when a capped type has more ready
 -- jobs at the head of the queue than room; its surplus stays queued for a later call.
 --
@@ -178,12 +180,6 @@ BEGIN
         RETURNING j.*
     ),
 
-    attempts AS (
-        INSERT INTO pgrun.job_attempts (job_id, attempt, step, worker_id, lease_token, started_at)
-        SELECT c.id, c.total_attempts, c.step, c.worker_id, c.lease_token, v_now
-        FROM claimed AS c
-    ),
-
     events AS (
         INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, worker_id, created_at)
         SELECT c.id, 'claimed', 'queued', 'running', c.total_attempts, c.worker_id, v_now
@@ -205,7 +201,8 @@ COMMENT ON FUNCTION pgrun.claim_jobs(text, integer, integer, text[], text[]) IS
 'an empty array = none). Paused types are skipped and per-type max_concurrency caps are never exceeded '
 '(a capped type another claimer is claiming at this instant is skipped for this call). Each job becomes '
 'running under a fresh lease_token that expires lease_seconds (1..86400) from now, attempt and '
-'total_attempts go up by one, and one job_attempts row and one claimed event are written. Returns one '
+'total_attempts go up by one (job_attempts shows the running attempt), and one claimed event is '
+'written. Returns one '
 'row per claimed job, in claim order, with what the handler needs (payload, attempt, step, state, '
 'progress, the lease). Never waits on a lock held by another claimer. '
 'Errors: job.invalid_worker_id, job.invalid_lease_seconds, job.invalid_max_jobs (RQ003).';

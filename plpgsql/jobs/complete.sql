@@ -3,7 +3,7 @@
 -- complete_jobs(job_ids, lease_tokens, results) finishes a batch in one statement. For
 -- each job whose lease is still owned (same token, status running, lease_expires_at >
 -- pgrun.now()) the job becomes 'succeeded' with its result, finished_at is set, the lease
--- is cleared, its attempt row ends with outcome 'succeeded' and one 'succeeded' event is
+-- is cleared, its attempt is stored with outcome 'succeeded' and one 'succeeded' event is
 -- written. A job with a pending cancel request ends 'cancelled' instead (attempt outcome
 -- 'cancelled', event 'cancelled', the result is dropped): the cancel wins.
 --
@@ -12,8 +12,11 @@
 -- written for that job; the rest of the batch is committed. One stale job never fails the
 -- others. complete_job is the one-job form and raises job.lease_lost instead.
 --
--- Locks: the batch's owned job rows, in id order (FOR UPDATE), then their current attempt
--- rows.
+-- Locks: the batch's owned job rows, in id order (FOR UPDATE).
+--
+-- Workflows: when a job that finished here belongs to a workflow run, the workflow hook
+-- (pgrun._workflow_jobs_finished) settles its step in the same transaction. The hook is
+-- called only for such jobs, so a batch without workflow jobs pays one NULL test per row.
 --
 -- Errors: job.lease_lost (RQ004, complete_job only); job.invalid_argument (NULL job_id or
 -- lease_token), job.invalid_batch (RQ003).
@@ -39,12 +42,15 @@ SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_now timestamptz := pgrun.now();
+    v_ids uuid[];
+    v_outcomes text[];
+    v_lost_reasons text[];
+    v_workflow_jobs uuid[];
 BEGIN
     PERFORM pgrun._check_lease_batch(
         complete_jobs.job_ids, complete_jobs.lease_tokens, ARRAY[cardinality(complete_jobs.results)]
     );
 
-    RETURN QUERY
     WITH input AS (
         SELECT i.id, i.token, i.result, i.ord
         FROM unnest(complete_jobs.job_ids, complete_jobs.lease_tokens, complete_jobs.results)
@@ -52,7 +58,9 @@ BEGIN
     ),
 
     owned AS MATERIALIZED (
-        SELECT j.id, j.total_attempts, j.worker_id, j.cancel_requested_at, j.cancel_reason, i.result, i.ord
+        SELECT
+            j.id, j.total_attempts, j.step, j.worker_id, j.lease_token, j.started_at,
+            j.cancel_requested_at, j.cancel_reason, i.result, i.ord
         FROM input AS i
         JOIN pgrun.jobs AS j ON j.id = i.id
         WHERE j.lease_token = i.token
@@ -72,15 +80,17 @@ BEGIN
             updated_at = v_now
         FROM owned AS o
         WHERE j.id = o.id
-        RETURNING j.id, j.status, o.total_attempts, o.worker_id, o.cancel_reason, o.ord
+        RETURNING
+            j.id, j.status, j.workflow_run_id, o.total_attempts, o.step, o.worker_id, o.lease_token,
+            o.started_at, o.cancel_reason, o.ord
     ),
 
     attempts AS (
-        UPDATE pgrun.job_attempts AS a
-        SET finished_at = v_now,
-            outcome = f.status
+        INSERT INTO pgrun.job_attempts_finished (
+            job_id, attempt, step, worker_id, lease_token, started_at, finished_at, outcome
+        )
+        SELECT f.id, f.total_attempts, f.step, f.worker_id, f.lease_token, f.started_at, v_now, f.status
         FROM finished AS f
-        WHERE a.job_id = f.id AND a.attempt = f.total_attempts
     ),
 
     events AS (
@@ -94,19 +104,30 @@ BEGIN
 
     -- No CTE-to-CTE join (their row estimates are guesses, and a nested loop over two
     -- CTEs is quadratic): finished rows come from the UPDATE, lost ones via a hashed NOT IN.
-    SELECT u.id, u.outcome, u.lost_reason
+    SELECT
+        array_agg(u.id ORDER BY u.ord),
+        array_agg(u.outcome ORDER BY u.ord),
+        array_agg(u.lost_reason ORDER BY u.ord),
+        array_agg(u.id ORDER BY u.ord) FILTER (WHERE u.workflow_run_id IS NOT NULL)
+    INTO v_ids, v_outcomes, v_lost_reasons, v_workflow_jobs
     FROM (
-        SELECT f.id, f.status AS outcome, NULL::text AS lost_reason, f.ord
+        SELECT f.id, f.status AS outcome, NULL::text AS lost_reason, f.workflow_run_id, f.ord
         FROM finished AS f
         UNION ALL
-        SELECT i.id, 'lease_lost', pgrun._lease_lost_reason(i.id, i.token, v_now), i.ord
+        SELECT i.id, 'lease_lost', pgrun._lease_lost_reason(i.id, i.token, v_now), NULL, i.ord
         FROM input AS i
         WHERE i.id NOT IN (SELECT f.id FROM finished AS f)
-    ) AS u
-    ORDER BY u.ord;
+    ) AS u;
 
     -- Workflow steps of the jobs that just finished: settle them and release dependents.
-    PERFORM pgrun._workflow_jobs_finished(complete_jobs.job_ids);
+    IF v_workflow_jobs IS NOT NULL THEN
+        PERFORM pgrun._workflow_jobs_finished(v_workflow_jobs);
+    END IF;
+
+    RETURN QUERY
+    SELECT r.id, r.outcome, r.lost_reason
+    FROM unnest(v_ids, v_outcomes, v_lost_reasons) WITH ORDINALITY AS r (id, outcome, lost_reason, ord)
+    ORDER BY r.ord;
 END;
 $$;
 

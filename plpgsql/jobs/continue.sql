@@ -14,7 +14,9 @@
 -- The lease is checked like every lifecycle write: same token, status running,
 -- lease_expires_at > pgrun.now(); otherwise job.lease_lost and nothing is written.
 --
--- Locks: the job row (FOR UPDATE), then its current attempt row.
+-- Locks: the job row (FOR UPDATE). The finished attempt is stored in
+-- job_attempts_finished; a job cancelled here that belongs to a workflow run has its step
+-- settled by pgrun._workflow_jobs_finished.
 --
 -- Errors: job.lease_lost (RQ004); job.invalid_argument (NULL job_id or lease_token),
 -- job.invalid_step (NULL, blank or over 256 characters), job.invalid_delay (negative)
@@ -36,6 +38,7 @@ DECLARE
     v_now timestamptz := pgrun.now();
     v_status text;
     v_run_at timestamptz;
+    v_workflow_run_id uuid;
 BEGIN
     IF continue_job.job_id IS NULL OR continue_job.lease_token IS NULL THEN
         RAISE EXCEPTION 'job.invalid_argument' USING
@@ -57,7 +60,9 @@ BEGIN
     END IF;
 
     WITH owned AS MATERIALIZED (
-        SELECT j.id, j.worker_id, j.step, j.cancel_requested_at IS NOT NULL AS cancel_requested
+        SELECT
+            j.id, j.worker_id, j.step, j.lease_token, j.started_at,
+            j.cancel_requested_at IS NOT NULL AS cancel_requested
         FROM pgrun.jobs AS j
         WHERE j.id = continue_job.job_id
           AND j.lease_token = continue_job.lease_token
@@ -82,15 +87,19 @@ BEGIN
             updated_at = v_now
         FROM owned AS o
         WHERE j.id = o.id
-        RETURNING j.id, j.status, j.run_at, j.total_attempts, j.cancel_reason, o.worker_id, o.step
+        RETURNING
+            j.id, j.status, j.run_at, j.total_attempts, j.cancel_reason, j.workflow_run_id,
+            o.worker_id, o.step, o.lease_token, o.started_at
     ),
 
     attempts AS (
-        UPDATE pgrun.job_attempts AS a
-        SET finished_at = v_now,
-            outcome = CASE WHEN c.status = 'queued' THEN 'continued' ELSE 'cancelled' END
+        INSERT INTO pgrun.job_attempts_finished (
+            job_id, attempt, step, worker_id, lease_token, started_at, finished_at, outcome
+        )
+        SELECT
+            c.id, c.total_attempts, c.step, c.worker_id, c.lease_token, c.started_at, v_now,
+            CASE WHEN c.status = 'queued' THEN 'continued' ELSE 'cancelled' END
         FROM continued AS c
-        WHERE a.job_id = c.id AND a.attempt = c.total_attempts
     ),
 
     events AS (
@@ -111,14 +120,16 @@ BEGIN
         FROM continued AS c
     )
 
-    SELECT c.status, c.run_at INTO v_status, v_run_at
+    SELECT c.status, c.run_at, c.workflow_run_id INTO v_status, v_run_at, v_workflow_run_id
     FROM continued AS c;
 
     IF v_status IS NULL THEN
         PERFORM pgrun._raise_lease_lost(continue_job.job_id, continue_job.lease_token);
     END IF;
     -- A pending cancel ended the job: settle its workflow step, if any.
-    PERFORM pgrun._workflow_jobs_finished(ARRAY[continue_job.job_id]);
+    IF v_status = 'cancelled' AND v_workflow_run_id IS NOT NULL THEN
+        PERFORM pgrun._workflow_jobs_finished(ARRAY[continue_job.job_id]);
+    END IF;
     RETURN QUERY SELECT
         CASE WHEN v_status = 'queued' THEN 'continued' ELSE 'cancelled' END,
         CASE WHEN v_status = 'queued' THEN v_run_at END;

@@ -21,8 +21,11 @@
 -- (outcome 'lease_lost' with lost_reason), not raised, and nothing is written for it; the
 -- rest of the batch is committed. fail_job is the one-job form and raises job.lease_lost.
 --
--- Locks: the batch's owned job rows, in id order (FOR UPDATE), then their current attempt
--- rows.
+-- Locks: the batch's owned job rows, in id order (FOR UPDATE).
+--
+-- Workflows: a job that died or was cancelled here and belongs to a workflow run has its
+-- step settled by pgrun._workflow_jobs_finished in the same transaction; the hook is
+-- called only when the batch holds such a job.
 --
 -- Errors: job.lease_lost (RQ004, fail_job only); job.invalid_argument (NULL job_id or
 -- lease_token), job.invalid_batch, job.invalid_delay (negative retry_delay) (RQ003).
@@ -51,6 +54,11 @@ SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_now timestamptz := pgrun.now();
+    v_ids uuid[];
+    v_outcomes text[];
+    v_run_ats timestamptz[];
+    v_lost_reasons text[];
+    v_workflow_jobs uuid[];
 BEGIN
     PERFORM pgrun._check_lease_batch(
         fail_jobs.job_ids,
@@ -67,7 +75,6 @@ BEGIN
             HINT = 'Pass a retry_delay >= 0, or NULL for the job''s backoff policy.';
     END IF;
 
-    RETURN QUERY
     WITH input AS (
         SELECT
             i.id, i.token, i.ord,
@@ -85,7 +92,7 @@ BEGIN
         SELECT
             j.id, j.job_type, j.queue, j.attempt, j.total_attempts, j.max_attempts,
             j.backoff_base_seconds, j.backoff_max_seconds, j.backoff_jitter,
-            j.worker_id, j.cancel_requested_at, j.cancel_reason,
+            j.step, j.worker_id, j.lease_token, j.started_at, j.cancel_requested_at, j.cancel_reason,
             i.error_code, i.message, i.retryable, i.retry_delay, i.ord
         FROM input AS i
         JOIN pgrun.jobs AS j ON j.id = i.id
@@ -125,22 +132,25 @@ BEGIN
             updated_at = v_now
         FROM decided AS d
         WHERE j.id = d.id
-        RETURNING j.id, d.new_status, d.retry_at, d.ord
+        RETURNING j.id, d.new_status, d.retry_at, j.workflow_run_id, d.ord
     ),
 
     attempts AS (
-        UPDATE pgrun.job_attempts AS a
-        SET finished_at = v_now,
-            outcome = CASE
+        INSERT INTO pgrun.job_attempts_finished (
+            job_id, attempt, step, worker_id, lease_token, started_at, finished_at, outcome,
+            error_code, error_message
+        )
+        SELECT
+            d.id, d.total_attempts, d.step, d.worker_id, d.lease_token, d.started_at, v_now,
+            CASE
                 WHEN d.new_status = 'cancelled' THEN 'cancelled'
                 WHEN d.error_code = 'timeout' THEN 'timed_out'
                 WHEN d.error_code = 'crashed' THEN 'crashed'
                 ELSE 'failed'
             END,
-            error_code = d.error_code,
-            error_message = d.message
+            d.error_code,
+            d.message
         FROM decided AS d
-        WHERE a.job_id = d.id AND a.attempt = d.total_attempts
     ),
 
     events AS (
@@ -172,24 +182,39 @@ BEGIN
 
     -- No CTE-to-CTE join (their row estimates are guesses, and a nested loop over two
     -- CTEs is quadratic): handled rows come from the UPDATE, lost ones via a hashed NOT IN.
-    SELECT u.id, u.outcome, u.run_at, u.lost_reason
+    SELECT
+        array_agg(u.id ORDER BY u.ord),
+        array_agg(u.outcome ORDER BY u.ord),
+        array_agg(u.run_at ORDER BY u.ord),
+        array_agg(u.lost_reason ORDER BY u.ord),
+        array_agg(u.id ORDER BY u.ord) FILTER (WHERE u.workflow_run_id IS NOT NULL AND u.finished)
+    INTO v_ids, v_outcomes, v_run_ats, v_lost_reasons, v_workflow_jobs
     FROM (
         SELECT
             f.id,
             CASE f.new_status WHEN 'queued' THEN 'retry_scheduled' ELSE f.new_status END AS outcome,
             CASE WHEN f.new_status = 'queued' THEN f.retry_at END AS run_at,
             NULL::text AS lost_reason,
+            f.workflow_run_id,
+            f.new_status <> 'queued' AS finished,
             f.ord
         FROM failed AS f
         UNION ALL
-        SELECT i.id, 'lease_lost', NULL, pgrun._lease_lost_reason(i.id, i.token, v_now), i.ord
+        SELECT i.id, 'lease_lost', NULL, pgrun._lease_lost_reason(i.id, i.token, v_now), NULL, FALSE, i.ord
         FROM input AS i
         WHERE i.id NOT IN (SELECT f.id FROM failed AS f)
-    ) AS u
-    ORDER BY u.ord;
+    ) AS u;
 
     -- Workflow steps of the jobs that just died or were cancelled: settle them, release dependents.
-    PERFORM pgrun._workflow_jobs_finished(fail_jobs.job_ids);
+    IF v_workflow_jobs IS NOT NULL THEN
+        PERFORM pgrun._workflow_jobs_finished(v_workflow_jobs);
+    END IF;
+
+    RETURN QUERY
+    SELECT r.id, r.outcome, r.run_at, r.lost_reason
+    FROM unnest(v_ids, v_outcomes, v_run_ats, v_lost_reasons)
+        WITH ORDINALITY AS r (id, outcome, run_at, lost_reason, ord)
+    ORDER BY r.ord;
 END;
 $$;
 

@@ -75,7 +75,7 @@ BEGIN
     ),
 
     attempts AS (
-        DELETE FROM pgrun.job_attempts AS a
+        DELETE FROM pgrun.job_attempts_finished AS a
         USING doomed AS d
         WHERE a.job_id = d.id
     ),

@@ -15,7 +15,7 @@
 --
 -- Locks: the chosen job rows in id order, FOR UPDATE SKIP LOCKED (a job a worker or
 -- another reaper is writing right now is left for the next pass; the reaper never waits),
--- then their attempt rows. Candidates come from jobs_lease_idx in expiry order, so the
+-- and their attempts are stored. Candidates come from jobs_lease_idx in expiry order, so the
 -- cost follows the number of expired leases, not the size of the table.
 --
 -- Errors: job.invalid_max_jobs (outside 1..10000), job.invalid_delay (negative
@@ -64,7 +64,8 @@ BEGIN
         SELECT
             j.id, j.job_type, j.queue, j.attempt, j.total_attempts, j.max_attempts,
             j.backoff_base_seconds, j.backoff_max_seconds, j.backoff_jitter,
-            j.worker_id, j.lease_expires_at, j.cancel_requested_at, j.cancel_reason
+            j.step, j.worker_id, j.lease_token, j.started_at, j.lease_expires_at,
+            j.cancel_requested_at, j.cancel_reason
         FROM pgrun.jobs AS j
         WHERE j.id IN (
             SELECT x.id
@@ -114,13 +115,14 @@ BEGIN
     ),
 
     attempts AS (
-        UPDATE pgrun.job_attempts AS a
-        SET finished_at = v_now,
-            outcome = 'lease_expired',
-            error_code = 'lease_expired',
-            error_message = d.message
+        INSERT INTO pgrun.job_attempts_finished (
+            job_id, attempt, step, worker_id, lease_token, started_at, finished_at, outcome,
+            error_code, error_message
+        )
+        SELECT
+            d.id, d.total_attempts, d.step, d.worker_id, d.lease_token, d.started_at, v_now,
+            'lease_expired', 'lease_expired', d.message
         FROM decided AS d
-        WHERE a.job_id = d.id AND a.attempt = d.total_attempts
     ),
 
     events AS (
