@@ -59,7 +59,7 @@ CREATE TABLE pgrun.job_schedules (
     CONSTRAINT job_schedules_catch_up_check CHECK (
         -- latest: after downtime, only the most recent missed plan time fires
         -- all: every missed plan time fires, at most backfill_limit of them (the most recent)
-        -- none: missed plan times are skipped; only one at most misfire_grace_seconds late fires
+        -- none: missed plan times are skipped; those at most misfire_grace_seconds late fire
         catch_up IN ('latest', 'all', 'none')
     ),
     CONSTRAINT job_schedules_backfill_limit_check CHECK (backfill_limit BETWEEN 1 AND 10000),
