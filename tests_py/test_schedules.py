@@ -469,3 +469,62 @@ def test_lost_lease_reruns_the_job_unless_the_schedule_forbids_stale_reentry(db:
             ).fetchall()
         )
         assert rows == {"plain": "fired::queued", "once": "failed:stale_reentry_forbidden:dead"}
+
+
+# -- the App and CLI wiring --------------------------------------------------------------------
+
+
+def _fake_now_dsn(dsn: str, moment: datetime) -> str:
+    return psycopg.conninfo.make_conninfo(dsn, options=f"-c pgrun.fake_now={moment.isoformat()}")
+
+
+def test_app_periodic_is_upserted_and_fired_by_the_worker_scheduler_loop(db: str) -> None:
+    import asyncio
+
+    from pgrun.app import App
+    from pgrun.client import AsyncClient
+    from pgrun.config import Config
+
+    app = App()
+
+    @app.periodic("*/5 * * * *", job_type="test.cron", name="five", catch_up="all")
+    @app.job("test.cron")
+    async def handler(ctx: Any) -> None:
+        return None
+
+    app.periodic("0 * * * *", job_type="test.hourly")
+    assert [d.name for d in app.schedules] == ["five", "test.hourly"]
+    assert "scheduler" in app.loops
+    with pytest.raises(ValueError):
+        app.periodic("0 * * * *", job_type="test.hourly")
+
+    async def scenario() -> None:
+        for moment in (T0, T0 + timedelta(minutes=7)):
+            dsn = _fake_now_dsn(db, moment)
+            client = await AsyncClient.connect(dsn)
+            try:
+                loop = app.loops["scheduler"](client, Config(database_url=dsn))
+                assert isinstance(loop, sched.Scheduler)
+                await loop.upsert_declared()
+                await loop.run_once()
+            finally:
+                await client.close()
+
+    asyncio.run(scenario())
+    with session(db) as conn:
+        assert plan_times(conn, "five") == [T0 + timedelta(minutes=5)]
+        assert plan_times(conn, "test.hourly") == []
+        assert len(sched.list_schedules(conn)) == 2
+
+
+def test_pgrun_schedules_lists_next_and_last_fire_times(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from pgrun import cli
+
+    with session(db) as conn:
+        declare(conn, T0, name="listed", cron="*/5 * * * *", job_type="test.cron")
+        pass_at(conn, T0 + timedelta(minutes=5))
+    assert cli.main(["schedules", "--database-url", db]) == 0
+    out = capsys.readouterr().out
+    assert "listed" in out and "2031-03-03 00:10" in out and "2031-03-03 00:05" in out
+    args = cli.build_parser().parse_args(["worker", "some.module:app", "--no-scheduler"])
+    assert args.no_scheduler is True

@@ -33,7 +33,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from uuid import UUID
 
 from pgrun.results import ClaimedJob, Json, JsonObject
@@ -41,6 +41,9 @@ from pgrun.results import ClaimedJob, Json, JsonObject
 if TYPE_CHECKING:
     from pgrun.client import AsyncClient
     from pgrun.config import Config
+    from pgrun.scheduler import ScheduleDeclaration
+
+_T = TypeVar("_T")
 
 Seconds = float | timedelta
 
@@ -211,6 +214,8 @@ class App:
     job_types: dict[str, JobType] = field(default_factory=dict)
     #: Extra loops ``pgrun worker`` starts next to worker and reaper, by name.
     loops: dict[str, LoopFactory] = field(default_factory=dict)
+    #: Cron schedules declared with ``@app.periodic`` (upserted when the scheduler loop starts).
+    schedules: list[ScheduleDeclaration] = field(default_factory=list)
 
     def job(
         self,
@@ -248,6 +253,27 @@ class App:
             return handler
 
         return register
+
+    def periodic(
+        self, cron: str, *, job_type: str, name: str | None = None, **settings: Any
+    ) -> Callable[[_T], _T]:
+        """Declare a cron schedule making ``job_type`` jobs (pgrun.scheduler.ScheduleDeclaration:
+        payload, timezone, catch_up, backfill_limit, scopes, ...; ``name`` defaults to the job
+        type). The expression is checked with croniter now; the scheduler loop of ``pgrun worker``
+        upserts the declarations when it starts. Usable as a decorator (on the handler, say),
+        which returns the decorated object unchanged, or as a plain call."""
+        from pgrun.scheduler import ScheduleDeclaration, loop_factory
+
+        declaration = ScheduleDeclaration(name=name or job_type, cron=cron, job_type=job_type, **settings)
+        if any(d.name == declaration.name for d in self.schedules):
+            raise ValueError(f"schedule {declaration.name!r} is already declared")
+        self.schedules.append(declaration)
+        self.loops.setdefault("scheduler", loop_factory(self.schedules))
+
+        def keep(obj: _T) -> _T:
+            return obj
+
+        return keep
 
     def add_loop(self, name: str, factory: LoopFactory) -> None:
         """Run another loop in ``pgrun worker`` (the hook the cron scheduler uses)."""

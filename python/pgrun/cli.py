@@ -132,13 +132,19 @@ def cmd_worker(args: argparse.Namespace) -> int:
         overrides["max_global_concurrency"] = args.concurrency
     config = config.with_overrides(**overrides)
     app = load_app(args.app)
+    if not args.no_scheduler:
+        # the cron scheduler runs on every worker host unless told not to (pgrun.scheduler)
+        from pgrun.scheduler import loop_factory
+
+        app.loops.setdefault("scheduler", loop_factory(app.schedules))
     # The loops this process runs. Extra loops an app registers with App.add_loop (the cron
     # scheduler) join worker and reaper; --no-<name> style flags drop them via `exclude`.
     loops = runner.default_loops(
         app,
         queues=args.queue or None,
         reaper=not args.no_reaper,
-        exclude=tuple(getattr(args, "exclude_loops", ()) or ()),
+        exclude=tuple(getattr(args, "exclude_loops", ()) or ())
+        + (("scheduler",) if args.no_scheduler else ()),
     )
     return runner.run(app, config, loops)
 
@@ -235,6 +241,49 @@ def _requeue(client: Client, args: argparse.Namespace) -> int:
     return 0
 
 
+_SCHEDULE_COLUMNS = (
+    "name",
+    "cron",
+    "timezone",
+    "job type",
+    "catch-up",
+    "state",
+    "next run",
+    "last plan time",
+    "last fired at",
+)
+
+
+def _schedules(client: Client, args: argparse.Namespace) -> int:
+    from pgrun.scheduler import list_schedules
+
+    with client.pool.connection() as conn:
+        rows = list_schedules(conn, args.organization)
+    if not rows:
+        print("no schedules")
+        return 0
+    print(
+        display.table(
+            _SCHEDULE_COLUMNS,
+            [
+                [
+                    r["name"],
+                    r["cron"],
+                    r["timezone"],
+                    r["job_type"],
+                    r["catch_up"],
+                    "paused" if r["paused_at"] else ("enabled" if r["enabled"] else "disabled"),
+                    r["next_run_at"],
+                    r["last_plan_at"],
+                    r["last_fired_at"],
+                ]
+                for r in rows
+            ],
+        )
+    )
+    return 0
+
+
 def _client_command(
     sub: argparse._SubParsersAction[argparse.ArgumentParser],
     name: str,
@@ -260,6 +309,11 @@ def add_operation_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
     p.add_argument("--queue", action="append", help="claim only from this queue (repeatable)")
     p.add_argument("--concurrency", type=int, help="overrides JOBS_MAX_GLOBAL_CONCURRENCY")
     p.add_argument("--no-reaper", action="store_true", help="do not run the reaper loop here")
+    p.add_argument(
+        "--no-scheduler",
+        action="store_true",
+        help="do not run the cron scheduler loop here (nor upsert the app's @app.periodic schedules)",
+    )
     p.add_argument("--log-level", default="info", help="debug, info (default), warning, error")
     p.set_defaults(func=cmd_worker)
 
@@ -274,6 +328,11 @@ def add_operation_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
     p.add_argument("--key", help="idempotency key")
 
     _client_command(sub, "status", _status, "queues: depth, running, dead, rates (last 5 minutes)")
+
+    p = _client_command(
+        sub, "schedules", _schedules, "list cron schedules with their next and last fire times"
+    )
+    p.add_argument("--organization", help="only this organization's schedules")
 
     p = _client_command(sub, "jobs", _jobs, "list jobs, oldest first")
     p.add_argument("--status")

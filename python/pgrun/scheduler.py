@@ -49,6 +49,7 @@ from pgrun import queries as q
 from pgrun.errors import InvalidInputError, LeaseLostError, PgrunError, translate
 
 if TYPE_CHECKING:
+    from pgrun.app import LoopFactory
     from pgrun.client import AsyncClient
     from pgrun.config import Config
 
@@ -399,12 +400,17 @@ class Scheduler:
                     await asyncio.wait_for(stop.wait(), self.config.schedule_poll_interval_seconds)
 
     async def upsert_declared(self) -> None:
+        """Upsert every declared schedule; one the database refuses is logged and left out
+        (the others, and the schedules already stored, are planned as usual)."""
         async with self.client.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
             for d in self.declared:
                 try:
                     await cur.execute(q.UPSERT_SCHEDULE, d.params())
                 except psycopg.Error as exc:
-                    raise (translate(exc) or exc) from exc
+                    if translate(exc) is None:
+                        raise
+                    log.error("schedule %s: not upserted: %s", d.name, translate(exc))
+                    continue
                 row = await cur.fetchone()
                 if row is not None and row["changed"]:
                     log.info("schedule %s %s", d.name, "created" if row["created"] else "updated")
@@ -433,6 +439,16 @@ class Scheduler:
         if report.fired:
             log.info("fired %d plan time(s)", report.fired)
         return report
+
+
+def loop_factory(declared: list[ScheduleDeclaration]) -> LoopFactory:
+    """The factory ``App.add_loop`` takes: a ``Scheduler`` that upserts ``declared`` first (the
+    list is read when the loop starts, so later declarations are included)."""
+
+    def build(client: AsyncClient, config: Config) -> Scheduler:
+        return Scheduler(client, config, declared=declared)
+
+    return build
 
 
 # -- declarations and helpers -------------------------------------------------------------
