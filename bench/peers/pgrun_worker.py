@@ -1,10 +1,11 @@
-"""pgrun worker contestant: the real `pgrun.worker.Worker`, in-process, from the project venv.
+"""pgrun worker contestant: the real worker, in-process, from the project venv.
 
-What `pgrun worker app:app` runs, minus the reaper: `Worker(app, AsyncClient, Config).run(stop)`
-with an `@app.job` async no-op handler. Settings: `JOBS_MAX_GLOBAL_CONCURRENCY` = the
-workload's concurrency, `JOBS_CLAIM_BATCH_SIZE` = the same (one claim fills every free slot),
-the client's pool of 4 connections plus the worker's own LISTEN connection, other settings at
-their defaults (poll 1 s, lease 30 s, outcomes flushed 2 ms after the first is buffered).
+What `pgrun worker app:app` runs, without its signal handlers: `pgrun.runner.run_loops` over
+`default_loops(app)` (worker + reaper on one pool, sized by `runner.pool_size`, plus the
+worker's own LISTEN connection), with an `@app.job` async no-op handler. Settings:
+`JOBS_MAX_GLOBAL_CONCURRENCY` = the workload's concurrency, `JOBS_CLAIM_BATCH_SIZE` = the same
+(one claim fills every free slot), other settings at their defaults (poll 1 s, lease 30 s,
+outcomes flushed 2 ms after the first is buffered).
 Throughput: the handler that finishes the N-th job sets `stop`; the worker then writes the
 buffered outcomes and returns, and the clock stops. Schema: `pgrun.migrate.migrate`; bulk
 enqueue `Client.enqueue_jobs` (10,000 per call); single enqueue `AsyncClient.enqueue_job` on a
@@ -23,12 +24,13 @@ from _common import NOOP, emit, latency_result, now, parse_args
 
 from pgrun import migrate
 
-POOL_SIZE = 4
-
 
 def settings(concurrency: int) -> dict[str, Any]:
+    from pgrun.runner import pool_size
+
     return {
-        "driver": f"psycopg 3 async pool ({POOL_SIZE}) + 1 LISTEN connection",
+        "driver": f"psycopg 3 async pool ({pool_size(config(concurrency), 2)}) + 1 LISTEN connection",
+        "loops": "worker + reaper (pgrun.runner.default_loops)",
         "JOBS_MAX_GLOBAL_CONCURRENCY": concurrency,
         "JOBS_CLAIM_BATCH_SIZE": concurrency,
         "flush": "complete_jobs 2 ms after the first buffered outcome (pgrun.worker.FLUSH_DELAY)",
@@ -36,22 +38,26 @@ def settings(concurrency: int) -> dict[str, Any]:
     }
 
 
-def build(dsn: str, concurrency: int) -> tuple[Any, Any, Any]:
-    from pgrun.app import App
+def config(concurrency: int, dsn: str = "") -> Any:
     from pgrun.config import Config
-    from pgrun.worker import Worker
 
-    config = Config(
+    return Config(
         database_url=dsn,
         worker_id="bench-worker",
         max_global_concurrency=concurrency,
         claim_batch_size=concurrency,
     )
-    return App(), config, Worker
+
+
+def run_worker(app: Any, dsn: str, concurrency: int, stop: asyncio.Event) -> asyncio.Task[None]:
+    """`pgrun worker`'s loops (worker + reaper on one pool) as a task that ends when `stop` is set."""
+    from pgrun.runner import default_loops, run_loops
+
+    return asyncio.create_task(run_loops(default_loops(app), config(concurrency, dsn), stop))
 
 
 async def throughput(args: Any) -> dict[str, Any]:
-    from pgrun.client import AsyncClient, Client
+    from pgrun.client import Client
 
     with Client.connect(args.dsn) as client:
         t = time.perf_counter()
@@ -62,7 +68,9 @@ async def throughput(args: Any) -> dict[str, Any]:
     with psycopg.connect(args.dsn, autocommit=True) as conn:
         conn.execute("ANALYZE")
 
-    app, config, worker_class = build(args.dsn, args.concurrency)
+    from pgrun.app import App
+
+    app = App()
     stop = asyncio.Event()
     handled = 0
 
@@ -74,17 +82,12 @@ async def throughput(args: Any) -> dict[str, Any]:
             stop.set()
 
     start = time.perf_counter()
-    client = await AsyncClient.connect(args.dsn, max_size=POOL_SIZE)
-    try:
-        worker = worker_class(app, client, config)
-        runner = asyncio.create_task(worker.run(stop))
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), args.timeout_s)
-        stop.set()
-        await asyncio.wait_for(runner, 60)
-        elapsed = time.perf_counter() - start
-    finally:
-        await client.close()
+    runner = run_worker(app, args.dsn, args.concurrency, stop)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), args.timeout_s)
+    stop.set()
+    await asyncio.wait_for(runner, 60)
+    elapsed = time.perf_counter() - start
     with psycopg.connect(args.dsn, autocommit=True) as conn:
         row = conn.execute("SELECT count(*) FROM pgrun.jobs WHERE status <> 'succeeded'").fetchone()
     return {
@@ -99,9 +102,10 @@ async def throughput(args: Any) -> dict[str, Any]:
 
 
 async def latency(args: Any) -> dict[str, Any]:
+    from pgrun.app import App
     from pgrun.client import AsyncClient
 
-    app, config, worker_class = build(args.dsn, args.concurrency)
+    app = App()
     stop = asyncio.Event()
     started_at: dict[int, float] = {}
     seen = asyncio.Event()
@@ -111,11 +115,10 @@ async def latency(args: Any) -> dict[str, Any]:
         started_at[int(ctx.payload["n"])] = now()
         seen.set()
 
-    client = await AsyncClient.connect(args.dsn, max_size=POOL_SIZE)
     enqueuer = await AsyncClient.connect(args.dsn, max_size=1)
     commit_at: dict[int, float] = {}
     try:
-        runner = asyncio.create_task(worker_class(app, client, config).run(stop))
+        runner = run_worker(app, args.dsn, args.concurrency, stop)
         await asyncio.sleep(args.idle_s)
         deadline = now() + args.timeout_s
         for i in range(args.warmup + args.samples):
@@ -131,8 +134,8 @@ async def latency(args: Any) -> dict[str, Any]:
         stop.set()
         await asyncio.wait_for(runner, 60)
     finally:
+        stop.set()
         await enqueuer.close()
-        await client.close()
     out = latency_result(commit_at, started_at, args.warmup, args.samples)
     out["settings"] = settings(args.concurrency)
     return out
@@ -141,9 +144,9 @@ async def latency(args: Any) -> dict[str, Any]:
 async def main() -> None:
     args = parse_args("pgrun worker contestant")
     try:
-        import pgrun.worker  # noqa: F401
+        import pgrun.runner  # noqa: F401
     except ImportError as exc:
-        emit({"contestant": "pgrun worker", "mode": args.mode, "skipped": f"pgrun.worker: {exc}"})
+        emit({"contestant": "pgrun worker", "mode": args.mode, "skipped": f"pgrun.runner: {exc}"})
         return
     await asyncio.to_thread(migrate.migrate, args.dsn)
     result = await (throughput(args) if args.mode == "throughput" else latency(args))

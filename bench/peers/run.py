@@ -11,7 +11,8 @@ Contestants: the pgrun worker (pgrun_worker.py, once pgrun.worker exists), the p
 (peer_pgqueuer.py) and procrastinate (peer_procrastinate.py). Each workload of each contestant
 gets its own database (created, used, dropped), so no run inherits another's dead rows.
 
-Usage: python bench/peers/run.py [--quick] [--fast] [--only NAME ...] [--json PATH]
+Usage: python bench/peers/run.py [--quick] [--fast] [--only NAME ...] [--profile] [--json PATH]
+--profile runs the pgrun contestants under py-spy (collapsed stacks in bench/results/peers-logs/).
 Without DATABASE_URL it starts an embedded server (durable settings unless --fast).
 """
 
@@ -73,11 +74,17 @@ def peers_python() -> Path:
     return PEERS_VENV / "bin" / "python"
 
 
-def ensure_peers_venv(upgrade: bool) -> dict[str, str]:
+def ensure_peers_venv(upgrade: bool, profile: bool = False) -> dict[str, str]:
     """The peers' venv with the latest releases from PyPI; returns the installed versions."""
     if not peers_python().exists():
         subprocess.run([sys.executable, "-m", "venv", str(PEERS_VENV)], check=True, timeout=300)
         upgrade = True
+    if profile and not (PEERS_VENV / "bin" / "py-spy").exists():
+        subprocess.run(
+            [str(peers_python()), "-m", "pip", "install", "-q", "--disable-pip-version-check", "py-spy"],
+            check=True,
+            timeout=900,
+        )
     if upgrade:
         print(f"installing {', '.join(PEER_PACKAGES)} (latest) into {PEERS_VENV} ...", flush=True)
         try:
@@ -125,7 +132,7 @@ def workloads(quick: bool) -> list[dict[str, Any]]:
 
 
 def run_one(
-    admin: str, name: str, workload: dict[str, Any], timeout_s: float, log_dir: Path
+    admin: str, name: str, workload: dict[str, Any], timeout_s: float, log_dir: Path, profile: bool = False
 ) -> dict[str, Any]:
     script, env_kind = CONTESTANTS[name]
     python = str(peers_python()) if env_kind == "peers" else sys.executable
@@ -152,6 +159,21 @@ def run_one(
         if env_kind == "peers":
             env.pop("PYTHONPATH", None)
         log = log_dir / f"{name.replace(' ', '_')}-{workload['key']}.log"
+        if profile and env_kind == "project":
+            # Collapsed stacks (one line per stack and its sample count) for flamegraph tools.
+            spy = str(PEERS_VENV / "bin" / "py-spy")
+            args = [
+                spy,
+                "record",
+                "--format",
+                "raw",
+                "--rate",
+                "200",
+                "-o",
+                str(log.with_suffix(".pyspy")),
+                "--",
+                *args,
+            ]
         started = time.perf_counter()
         try:
             proc = subprocess.run(
@@ -231,12 +253,15 @@ def main() -> int:
     parser.add_argument("--only", nargs="*", choices=sorted(CONTESTANTS), help="run only these")
     parser.add_argument("--no-upgrade", action="store_true", help="reuse the peers' venv as it is")
     parser.add_argument("--timeout-s", type=float, default=600.0, help="per workload")
+    parser.add_argument(
+        "--profile", action="store_true", help="run the pgrun contestants under py-spy (peers' venv)"
+    )
     parser.add_argument("--json", default="bench/results/peers.json")
     args = parser.parse_args()
     names = [n for n in CONTESTANTS if not args.only or n in args.only]
     versions: dict[str, str] = {}
-    if any(CONTESTANTS[n][1] == "peers" for n in names):
-        versions.update(ensure_peers_venv(upgrade=not args.no_upgrade))
+    if args.profile or any(CONTESTANTS[n][1] == "peers" for n in names):
+        versions.update(ensure_peers_venv(upgrade=not args.no_upgrade, profile=args.profile))
     import psycopg
 
     versions["pgrun"] = _pgrun_version()
@@ -259,7 +284,7 @@ def main() -> int:
             report["postgresql"] = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
         for workload in workloads(args.quick):
             for name in names:
-                res = run_one(admin, name, workload, args.timeout_s, log_dir)
+                res = run_one(admin, name, workload, args.timeout_s, log_dir, args.profile)
                 results[name][workload["key"]] = res
                 shown = (
                     f"{res['jobs_per_s']:,.0f} jobs/s"
@@ -283,12 +308,26 @@ def main() -> int:
 
 
 def _pgrun_version() -> str:
+    """The package version and the commit of the tree pgrun is imported from (+dirty)."""
     import importlib.metadata
 
+    import pgrun
+
     try:
-        return importlib.metadata.version("pgrun")
+        version = importlib.metadata.version("pgrun")
     except importlib.metadata.PackageNotFoundError:
-        return "checkout"
+        version = "checkout"
+    try:
+        commit = subprocess.run(
+            ["git", "describe", "--always", "--dirty", "--exclude", "*"],
+            cwd=Path(pgrun.__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = ""
+    return f"{version} ({commit})" if commit else version
 
 
 if __name__ == "__main__":
