@@ -12,6 +12,9 @@ The run, as a DAG:
                │                                 approves)           │
                └──────────────── (on_terminal) ───────────> cleanup <┘ (on_terminal)
 
+Beside the run, a periodic job (`demo.tick`, every 2 seconds) shows the cron scheduler: the
+worker's scheduler loop upserts the schedule at start-up and fires each plan time once.
+
 The handlers below are an ordinary pgrun app: `pgrun worker pgrun.demo:app` runs them too.
 """
 
@@ -79,6 +82,13 @@ async def cleanup(ctx: JobContext) -> Json:
     return {name: dep["status"] for name, dep in sorted(ctx.payload["dependencies"].items())}
 
 
+@app.periodic("*/2 * * * * *", job_type="demo.tick", name="demo.tick")  # six fields: seconds last
+@app.job("demo.tick")
+async def tick(ctx: JobContext) -> Json:
+    """A periodic job: the scheduler makes one job per plan time, whatever runs it."""
+    return {"ticked_at": time.time()}
+
+
 def order_workflow(order: str) -> Workflow:
     wf = Workflow(f"order {order}", metadata={"order": order})
     wf.job("validate", "order.validate", {"order": order})
@@ -110,7 +120,11 @@ async def main(dsn: str) -> int:
         run = client.enqueue_workflow(order_workflow("A-1001"))
         print(f"enqueued workflow run {run.run_id} ({run.status}); starting a worker", flush=True)
         config = Config(
-            database_url=dsn, worker_id="demo-worker", poll_interval_ms=200, shutdown_grace_seconds=5
+            database_url=dsn,
+            worker_id="demo-worker",
+            poll_interval_ms=200,
+            shutdown_grace_seconds=5,
+            schedule_poll_interval_seconds=1,
         )
         stop = asyncio.Event()
         loops = asyncio.create_task(run_loops(default_loops(app), config, stop))
@@ -121,6 +135,8 @@ async def main(dsn: str) -> int:
                     print("the run did not finish within 60 s", file=sys.stderr)
                     return 1
                 await asyncio.sleep(0.05)
+            while not await asyncio.to_thread(_ticks, client) and time.monotonic() - started < 30:
+                await asyncio.sleep(0.1)  # let the periodic job fire at least once
         finally:
             stop.set()
             await loops
@@ -129,7 +145,17 @@ async def main(dsn: str) -> int:
         print(run_report(final))
         charge_job = client.list_jobs(workflow_run_id=run.run_id, job_type="order.charge")[0]
         print(f"\ncharge took {charge_job.total_attempts} attempts; cleanup saw: {_output(final, 'cleanup')}")
+        ticks = client.list_jobs(job_type="demo.tick", status="succeeded")
+        print(
+            f"periodic schedule demo.tick (*/2 s): fired and ran {len(ticks)} time(s), one job per plan time"
+        )
+        if not ticks:
+            return 1
         return 0 if final["status"] == "succeeded" else 1
+
+
+def _ticks(client: Client) -> int:
+    return len(client.list_jobs(job_type="demo.tick", status="succeeded"))
 
 
 def _output(run: Json, key: str) -> Json:
