@@ -144,6 +144,15 @@ CREATE TABLE pgrun.jobs (
 COMMENT ON TABLE pgrun.jobs IS
 'The queue: one row per job, from enqueue to a terminal status; purge_finished_jobs removes old finished rows.';
 
+-- What enqueue_job returns, one row: the job, whether this call created it (false for a
+-- keyed retry), and its status and run_at now.
+CREATE TYPE pgrun.enqueue_job_result AS (
+    job_id uuid,
+    created boolean,
+    status text,
+    run_at timestamptz
+);
+
 -- Claim: only ready rows are indexed; order is priority, then run_at, then id.
 CREATE INDEX jobs_claim_idx ON pgrun.jobs (priority, run_at, id)
 WHERE status = 'queued';
