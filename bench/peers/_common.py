@@ -8,20 +8,24 @@ last line of its stdout.
 Workloads (identical for every contestant):
   throughput  N no-op jobs enqueued in bulk up front, ANALYZE, then a worker at the given
               concurrency processes them; jobs/s = N / (worker start -> every completion written).
-  latency     a worker at the given concurrency, started and left idle for a moment; then
-              `samples` single jobs enqueued one at a time, each `interval_ms` after the previous
-              one started; latency = handler start - the moment the enqueue call returned
-              (committed), both on time.monotonic() in the same process. The first `warmup`
-              samples are dropped.
+  latency     a worker at the given concurrency, started and left idle for a moment; then a
+              separate enqueuer process (the same script with --enqueuer) enqueues `samples`
+              single jobs one at a time, each `interval_ms` after the previous one started;
+              latency = handler start (worker process) - the moment the enqueue call returned,
+              committed (enqueuer process), both on time.monotonic(), which on Linux is one
+              clock for every process. A separate process, so that neither side waits for the
+              other's event loop. The first `warmup` samples are dropped.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import statistics
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 NOOP = "bench_noop"
@@ -38,6 +42,7 @@ def parse_args(description: str) -> argparse.Namespace:
     parser.add_argument("--interval-ms", type=float, default=20.0)
     parser.add_argument("--idle-s", type=float, default=1.0, help="idle time before the first sample")
     parser.add_argument("--timeout-s", type=float, default=600.0, help="give up after this long")
+    parser.add_argument("--enqueuer", action="store_true", help="internal: be the latency enqueuer")
     return parser.parse_args()
 
 
@@ -68,6 +73,41 @@ def latency_result(
     out["samples"] = len(values)
     out["missing"] = samples - len(values)
     return out
+
+
+async def enqueuer_main(args: argparse.Namespace, enqueue_one: Callable[[int], Awaitable[Any]]) -> None:
+    """The enqueuer process: one job every interval_ms, printing when each enqueue returned."""
+    commit_at: dict[int, float] = {}
+    deadline = now() + args.timeout_s
+    for i in range(args.warmup + args.samples):
+        if now() > deadline:
+            break
+        began = now()
+        await enqueue_one(i)
+        commit_at[i] = now()
+        await asyncio.sleep(max(0.0, args.interval_ms / 1000 - (now() - began)))
+    emit({"commit_at": commit_at})
+
+
+async def run_enqueuer(started_at: dict[int, float], timeout_s: float) -> dict[int, float]:
+    """Run this script again as the enqueuer; return its commit times once the handlers saw them."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, *sys.argv, "--enqueuer", stdout=asyncio.subprocess.PIPE
+    )
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), timeout_s)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        raise
+    if proc.returncode != 0:
+        raise RuntimeError(f"the enqueuer exited with {proc.returncode}")
+    line = [x for x in out.decode().splitlines() if x.startswith("{")][-1]
+    commit_at = {int(k): float(v) for k, v in json.loads(line)["commit_at"].items()}
+    deadline = now() + 5.0  # the last jobs' handlers may still be on their way
+    while now() < deadline and not all(i in started_at for i in commit_at):
+        await asyncio.sleep(0.01)
+    return commit_at
 
 
 def emit(result: dict[str, Any]) -> None:

@@ -12,13 +12,12 @@ status-log buffer is flushed on exit). Other settings are pgqueuer's defaults.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import importlib.metadata
 import time
 from typing import Any
 
 import asyncpg
-from _common import NOOP, emit, latency_result, now, parse_args
+from _common import NOOP, emit, enqueuer_main, latency_result, now, parse_args, run_enqueuer
 from pgqueuer import AsyncpgDriver, Job, QueueManager
 from pgqueuer.queries import Queries
 from pgqueuer.types import QueueExecutionMode
@@ -97,42 +96,40 @@ async def latency(args: Any) -> dict[str, Any]:
     wconn = await asyncpg.connect(args.dsn)
     qm = QueueManager(Queries(AsyncpgDriver(wconn)))
     started_at: dict[int, float] = {}
-    seen = asyncio.Event()
 
     @qm.entrypoint(NOOP)
     async def noop(job: Job) -> None:
         started_at[int(job.payload or b"-1")] = now()
-        seen.set()
 
     worker = asyncio.create_task(
         qm.run(batch_size=cfg["batch_size"], max_concurrent_tasks=cfg["max_concurrent_tasks"])
     )
-    econn = await asyncpg.connect(args.dsn)
-    queries = Queries(AsyncpgDriver(econn))
-    await asyncio.sleep(args.idle_s)
-    commit_at: dict[int, float] = {}
-    deadline = now() + args.timeout_s
-    for i in range(args.warmup + args.samples):
-        if now() > deadline or worker.done():
-            break
-        began = now()
-        seen.clear()
-        await queries.enqueue(NOOP, str(i).encode())
-        commit_at[i] = now()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(seen.wait(), 5.0)
-        await asyncio.sleep(max(0.0, args.interval_ms / 1000 - (now() - began)))
-    qm.shutdown.set()
-    await asyncio.wait_for(worker, 30)
-    await econn.close()
-    await wconn.close()
+    try:
+        await asyncio.sleep(args.idle_s)
+        commit_at = await run_enqueuer(started_at, args.timeout_s)
+    finally:
+        qm.shutdown.set()
+        await asyncio.wait_for(worker, 30)
+        await wconn.close()
     out = latency_result(commit_at, started_at, args.warmup, args.samples)
     out["settings"] = cfg
     return out
 
 
+async def enqueuer(args: Any) -> None:
+    conn = await asyncpg.connect(args.dsn)
+    queries = Queries(AsyncpgDriver(conn))
+    try:
+        await enqueuer_main(args, lambda i: queries.enqueue(NOOP, str(i).encode()))
+    finally:
+        await conn.close()
+
+
 async def main() -> None:
     args = parse_args("pgqueuer contestant")
+    if args.enqueuer:
+        await enqueuer(args)
+        return
     await install(args.dsn)
     result = await (throughput(args) if args.mode == "throughput" else latency(args))
     result.update(

@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 import psycopg
-from _common import NOOP, emit, latency_result, now, parse_args
+from _common import NOOP, emit, enqueuer_main, latency_result, now, parse_args, run_enqueuer
 from procrastinate import App, PsycopgConnector
 
 
@@ -81,42 +81,45 @@ async def latency(args: Any) -> dict[str, Any]:
     cfg = settings(args.concurrency)
     app = make_app(args.dsn, args.concurrency)
     started_at: dict[int, float] = {}
-    seen = asyncio.Event()
 
     @app.task(name=NOOP, queue="default")
     async def noop(n: int) -> None:
         started_at[n] = now()
-        seen.set()
 
-    commit_at: dict[int, float] = {}
     async with app.open_async():
         await app.schema_manager.apply_schema_async()
         worker = asyncio.create_task(
             app.run_worker_async(concurrency=args.concurrency, wait=True, install_signal_handlers=False)
         )
-        await asyncio.sleep(args.idle_s)
-        deadline = now() + args.timeout_s
-        for i in range(args.warmup + args.samples):
-            if now() > deadline or worker.done():
-                break
-            began = now()
-            seen.clear()
-            await noop.defer_async(n=i)
-            commit_at[i] = now()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(seen.wait(), 5.0)
-            await asyncio.sleep(max(0.0, args.interval_ms / 1000 - (now() - began)))
-        worker.cancel()
-        with contextlib.suppress(asyncio.CancelledError, TimeoutError):
-            await asyncio.wait_for(worker, 30)
+        try:
+            await asyncio.sleep(args.idle_s)
+            commit_at = await run_enqueuer(started_at, args.timeout_s)
+        finally:
+            worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                await asyncio.wait_for(worker, 30)
     out = latency_result(commit_at, started_at, args.warmup, args.samples)
     out["settings"] = cfg
     return out
 
 
+async def enqueuer(args: Any) -> None:
+    app = App(connector=PsycopgConnector(conninfo=args.dsn, min_size=1, max_size=2))
+
+    @app.task(name=NOOP, queue="default")
+    async def noop(n: int) -> None:
+        pass
+
+    async with app.open_async():
+        await enqueuer_main(args, lambda i: noop.defer_async(n=i))
+
+
 async def main() -> None:
     logging.basicConfig(level=logging.WARNING)
     args = parse_args("procrastinate contestant")
+    if args.enqueuer:
+        await enqueuer(args)
+        return
     result = await (throughput(args) if args.mode == "throughput" else latency(args))
     result.update(
         contestant="procrastinate",

@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 import psycopg
-from _common import NOOP, emit, latency_result, now, parse_args
+from _common import NOOP, emit, enqueuer_main, latency_result, now, parse_args, run_enqueuer
 from psycopg.types.json import Jsonb
 
 from pgrun import migrate
@@ -178,41 +178,41 @@ async def throughput(args: Any) -> dict[str, Any]:
 
 async def latency(args: Any) -> dict[str, Any]:
     started_at: dict[int, float] = {}
-    seen = asyncio.Event()
 
     def on_start(payload: Any) -> None:
         started_at[int(payload["n"])] = now()
-        seen.set()
 
     loop = SqlLoop(args.dsn, args.concurrency, on_start)
-    worker = asyncio.create_task(loop.run(drain=False, deadline=now() + args.timeout_s))
-    commit_at: dict[int, float] = {}
-    async with await psycopg.AsyncConnection.connect(args.dsn, autocommit=True) as conn:
+    worker = asyncio.create_task(loop.run(drain=False, deadline=now() + args.timeout_s + 60))
+    try:
         await asyncio.sleep(args.idle_s)
-        deadline = now() + args.timeout_s
-        for i in range(args.warmup + args.samples):
-            if now() > deadline or worker.done():
-                break
-            began = now()
-            seen.clear()
-            await conn.execute(
-                "SELECT job_id FROM pgrun.enqueue_job(job_type => %s, payload => %s)",
-                (NOOP, Jsonb({"n": i})),
-                prepare=True,
-            )
-            commit_at[i] = now()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(seen.wait(), 5.0)
-            await asyncio.sleep(max(0.0, args.interval_ms / 1000 - (now() - began)))
-    loop.stop.set()
-    await asyncio.wait_for(worker, 60)
+        commit_at = await run_enqueuer(started_at, args.timeout_s)
+    finally:
+        loop.stop.set()
+        await asyncio.wait_for(worker, 60)
     out = latency_result(commit_at, started_at, args.warmup, args.samples)
     out["settings"] = loop.settings()
     return out
 
 
+async def enqueuer(args: Any) -> None:
+    async with await psycopg.AsyncConnection.connect(args.dsn, autocommit=True) as conn:
+
+        async def enqueue_one(i: int) -> None:
+            await conn.execute(
+                "SELECT job_id FROM pgrun.enqueue_job(job_type => %s, payload => %s)",
+                (NOOP, Jsonb({"n": i})),
+                prepare=True,
+            )
+
+        await enqueuer_main(args, enqueue_one)
+
+
 async def main() -> None:
     args = parse_args("pgrun SQL-loop contestant")
+    if args.enqueuer:
+        await enqueuer(args)
+        return
     await asyncio.to_thread(migrate.migrate, args.dsn)
     result = await (throughput(args) if args.mode == "throughput" else latency(args))
     result.update(

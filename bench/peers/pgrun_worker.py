@@ -8,8 +8,8 @@ worker's own LISTEN connection), with an `@app.job` async no-op handler. Setting
 outcomes flushed 2 ms after the first is buffered).
 Throughput: the handler that finishes the N-th job sets `stop`; the worker then writes the
 buffered outcomes and returns, and the clock stops. Schema: `pgrun.migrate.migrate`; bulk
-enqueue `Client.enqueue_jobs` (10,000 per call); single enqueue `AsyncClient.enqueue_job` on a
-client of its own.
+enqueue `Client.enqueue_jobs` (10,000 per call); single enqueue `AsyncClient.enqueue_job` in the
+enqueuer process.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import time
 from typing import Any
 
 import psycopg
-from _common import NOOP, emit, latency_result, now, parse_args
+from _common import NOOP, emit, enqueuer_main, latency_result, now, parse_args, run_enqueuer
 
 from pgrun import migrate
 
@@ -103,46 +103,39 @@ async def throughput(args: Any) -> dict[str, Any]:
 
 async def latency(args: Any) -> dict[str, Any]:
     from pgrun.app import App
-    from pgrun.client import AsyncClient
 
     app = App()
     stop = asyncio.Event()
     started_at: dict[int, float] = {}
-    seen = asyncio.Event()
 
     @app.job(NOOP)
     async def noop(ctx: Any) -> None:
         started_at[int(ctx.payload["n"])] = now()
-        seen.set()
 
-    enqueuer = await AsyncClient.connect(args.dsn, max_size=1)
-    commit_at: dict[int, float] = {}
+    runner = run_worker(app, args.dsn, args.concurrency, stop)
     try:
-        runner = run_worker(app, args.dsn, args.concurrency, stop)
         await asyncio.sleep(args.idle_s)
-        deadline = now() + args.timeout_s
-        for i in range(args.warmup + args.samples):
-            if now() > deadline or runner.done():
-                break
-            began = now()
-            seen.clear()
-            await enqueuer.enqueue_job(NOOP, payload={"n": i})
-            commit_at[i] = now()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(seen.wait(), 5.0)
-            await asyncio.sleep(max(0.0, args.interval_ms / 1000 - (now() - began)))
-        stop.set()
-        await asyncio.wait_for(runner, 60)
+        commit_at = await run_enqueuer(started_at, args.timeout_s)
     finally:
         stop.set()
-        await enqueuer.close()
+        await asyncio.wait_for(runner, 60)
     out = latency_result(commit_at, started_at, args.warmup, args.samples)
     out["settings"] = settings(args.concurrency)
     return out
 
 
+async def enqueuer(args: Any) -> None:
+    from pgrun.client import AsyncClient
+
+    async with await AsyncClient.connect(args.dsn, max_size=1) as client:
+        await enqueuer_main(args, lambda i: client.enqueue_job(NOOP, payload={"n": i}))
+
+
 async def main() -> None:
     args = parse_args("pgrun worker contestant")
+    if args.enqueuer:
+        await enqueuer(args)
+        return
     try:
         import pgrun.runner  # noqa: F401
     except ImportError as exc:
