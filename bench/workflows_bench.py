@@ -33,7 +33,7 @@ from pgrun.testing import scratch_database
 def reset(dsn: str) -> None:
     with connect(dsn) as conn:
         conn.execute(
-            "TRUNCATE pgrun.jobs, pgrun.job_attempts, pgrun.job_events, pgrun.job_dead_letters, "
+            "TRUNCATE pgrun.jobs, pgrun.job_attempts_finished, pgrun.job_events, pgrun.job_dead_letters, "
             "pgrun.job_logs, pgrun.workflow_runs CASCADE"
         )
 
