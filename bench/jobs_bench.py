@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import re
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -101,40 +101,53 @@ def load_ready(dsn: str, count: int) -> None:
             )
 
 
+def _cycle_worker(dsn: str, i: int, batch: int, ready: Any, counts: Any) -> None:
+    """One connection's loop: claim a batch, complete it, until nothing is left."""
+    done = 0
+    with connect(dsn) as conn:
+        ready.wait()
+        while True:
+            rows = conn.execute(
+                "SELECT job_id, lease_token FROM pgrun.claim_jobs(worker_id => %s, lease_seconds => 60, "
+                "max_jobs => %s)",
+                (f"bench-{i}", batch),
+                prepare=True,
+            ).fetchall()
+            if not rows:
+                break
+            conn.execute(
+                "SELECT count(*) FROM pgrun.complete_jobs(job_ids => %s, lease_tokens => %s)",
+                ([r[0] for r in rows], [r[1] for r in rows]),
+                prepare=True,
+            )
+            done += len(rows)
+    counts.put(done)
+
+
 def bench_cycle(dsn: str, batch: int, jobs: int, connections: int = 4) -> float:
-    """claim_jobs(max_jobs => batch) then complete_jobs, on `connections` threads, until empty."""
+    """claim_jobs(max_jobs => batch) then complete_jobs on `connections` connections until empty.
+
+    Each connection is driven by its own process, so the client's interpreter lock is not
+    what is measured."""
     reset(dsn)
     load_ready(dsn, jobs)
     with connect(dsn) as conn:
         conn.execute("ANALYZE pgrun.jobs")
-    done = [0] * connections
-
-    def worker(i: int) -> None:
-        with connect(dsn) as conn:
-            while True:
-                rows = conn.execute(
-                    "SELECT job_id, lease_token FROM pgrun.claim_jobs(worker_id => %s, lease_seconds => 60, "
-                    "max_jobs => %s)",
-                    (f"bench-{i}", batch),
-                    prepare=True,
-                ).fetchall()
-                if not rows:
-                    return
-                conn.execute(
-                    "SELECT count(*) FROM pgrun.complete_jobs(job_ids => %s, lease_tokens => %s)",
-                    ([r[0] for r in rows], [r[1] for r in rows]),
-                    prepare=True,
-                )
-                done[i] += len(rows)
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(connections)]
+    ctx = multiprocessing.get_context("fork")
+    ready = ctx.Barrier(connections + 1)
+    counts = ctx.Queue()
+    procs = [
+        ctx.Process(target=_cycle_worker, args=(dsn, i, batch, ready, counts)) for i in range(connections)
+    ]
+    for p in procs:
+        p.start()
+    ready.wait(60)
     start = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    total = sum(counts.get(timeout=600) for _ in procs)
     elapsed = time.perf_counter() - start
-    assert sum(done) == jobs, f"claimed {sum(done)} of {jobs}"
+    for p in procs:
+        p.join(60)
+    assert total == jobs, f"claimed {total} of {jobs}"
     return jobs / elapsed
 
 
