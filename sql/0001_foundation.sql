@@ -33,19 +33,22 @@ COMMENT ON TABLE pgrun.schema_migrations IS
 
 -- The one clock. Every timestamp pgrun writes comes from here, so tests can
 -- move time with `SET pgrun.fake_now = '...'` instead of sleeping. It is the
--- transaction's start time, as now() is, so one transition sees
--- one instant.
+-- transaction's start time, as now() is, so one transition sees one instant.
+-- It has no SET search_path clause, because a SQL function with one is never inlined
+-- (called from plpgsql it was parsed and planned anew in every transaction, about 45 us
+-- per call site, and every lifecycle write calls it); every name and operator is
+-- schema-qualified instead, so no search_path can redirect it. docs/performance.md.
 CREATE OR REPLACE FUNCTION pgrun.now()
 RETURNS timestamptz
 LANGUAGE sql
 STABLE
 PARALLEL SAFE
-SET search_path = ''
 AS $$
-    SELECT coalesce(
-        nullif(current_setting('pgrun.fake_now', true), '')::timestamptz,
-        pg_catalog.now()
-    )
+    SELECT CASE
+        WHEN pg_catalog.current_setting('pgrun.fake_now', true) OPERATOR(pg_catalog.<>) ''
+            THEN pg_catalog.current_setting('pgrun.fake_now', true)::pg_catalog.timestamptz
+        ELSE pg_catalog.now()
+    END
 $$;
 
 COMMENT ON FUNCTION pgrun.now() IS

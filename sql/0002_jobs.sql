@@ -7,24 +7,6 @@
 -- avoidable cost on the claim/complete path, and purge_finished_jobs deletes a job's
 -- history together with the job.
 
--- The clock (0001) again, same value, in a form the planner can inline. A SQL function
--- with a SET clause is never inlined: called from plpgsql it was parsed and planned anew
--- in every transaction, about 45 us per call site, and every lifecycle write calls it.
--- Without the SET clause every name is schema-qualified instead (operators too), so no
--- search_path can redirect it. docs/performance.md, "Job hot path".
-CREATE OR REPLACE FUNCTION pgrun.now()
-RETURNS timestamptz
-LANGUAGE sql
-STABLE
-PARALLEL SAFE
-AS $$
-    SELECT CASE
-        WHEN pg_catalog.current_setting('pgrun.fake_now', true) OPERATOR(pg_catalog.<>) ''
-            THEN pg_catalog.current_setting('pgrun.fake_now', true)::pg_catalog.timestamptz
-        ELSE pg_catalog.now()
-    END
-$$;
-
 -- Defaults per job type; enqueue_job copies them onto each job it creates.
 CREATE TABLE pgrun.job_definitions (
     job_type text PRIMARY KEY,
