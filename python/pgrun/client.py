@@ -5,21 +5,24 @@ own). They only pass arguments and shape results: every decision is the SQL func
 SQL text lives in ``pgrun.queries``; a pgrun error comes back as the ``pgrun.errors`` class of
 its SQLSTATE category, translated in one place (``_pgrun_errors``), raised ``from`` the
 psycopg error.
-The two classes have the same methods with the same signatures; change them together.
+Each call is built once, by a module-level builder per SQL function (``_enqueue_job`` …) that
+converts the arguments and returns a ``Call``; the two classes only execute it (``_run``, sync
+or awaited). They keep the same methods with the same signatures, each delegating to its
+builder; change them together.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 from uuid import UUID
 
 import psycopg
-from psycopg.rows import class_row
+from psycopg.rows import BaseRowFactory, class_row, tuple_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
@@ -48,6 +51,7 @@ from pgrun.results import (
 )
 
 T = TypeVar("T")
+R = TypeVar("R")
 #: A job or run id: a UUID, or its text.
 Id = UUID | str
 #: A duration: seconds, or a timedelta.
@@ -104,6 +108,329 @@ def _pool_kwargs() -> dict[str, Any]:
     return {"autocommit": True}
 
 
+@dataclass(frozen=True)
+class Call(Generic[R]):
+    """One SQL function call, built once for both clients: the query and its parameters, how a
+    row is made (``row_factory``) and how the fetched rows become the method's result (``finish``)."""
+
+    query: str
+    params: dict[str, Any]
+    row_factory: BaseRowFactory[Any]
+    finish: Callable[[list[Any]], R]
+
+
+def _rows(rows: list[T]) -> list[T]:
+    return rows
+
+
+def _first(rows: list[T]) -> T:
+    return rows[0]
+
+
+def _first_value(rows: list[tuple[Any, ...]]) -> Any:
+    return rows[0][0] if rows else None
+
+
+def _all(query: str, params: dict[str, Any], row: type[T]) -> Call[list[T]]:
+    """Every row, as ``row``."""
+    return Call(query, params, class_row(row), _rows)
+
+
+def _one(query: str, params: dict[str, Any], row: type[T]) -> Call[T]:
+    """The one row, as ``row``."""
+    return Call(query, params, class_row(row), _first)
+
+
+def _scalar(query: str, params: dict[str, Any]) -> Call[Any]:
+    """The first column of the one row (None without a row)."""
+    return Call(query, params, tuple_row, _first_value)
+
+
+# One builder per public method, with its parameters minus the defaults (the methods hold those).
+
+
+def _enqueue_job(
+    job_type: str,
+    payload: JsonObject | None,
+    *,
+    queue: str | None,
+    priority: int | None,
+    run_at: datetime | None,
+    delay: Seconds | None,
+    max_attempts: int | None,
+    timeout_seconds: int | None,
+    idempotency_key: str | None,
+    organization_id: Id | None,
+) -> Call[EnqueuedJob]:
+    params: dict[str, Any] = dict(
+        job_type=job_type,
+        payload=_json(payload),
+        queue=queue,
+        priority=priority,
+        run_at=run_at,
+        delay=_interval(delay),
+        max_attempts=max_attempts,
+        timeout_seconds=timeout_seconds,
+        idempotency_key=idempotency_key,
+        organization_id=organization_id,
+    )
+    return _one(q.ENQUEUE_JOB, params, EnqueuedJob)
+
+
+def _enqueue_jobs(jobs: Sequence[JsonObject]) -> Call[list[EnqueuedBatchItem]]:
+    params: dict[str, Any] = dict(jobs=Jsonb(list(jobs)))
+    return _all(q.ENQUEUE_JOBS, params, EnqueuedBatchItem)
+
+
+def _claim_jobs(
+    worker_id: str,
+    *,
+    lease_seconds: int,
+    max_jobs: int,
+    queues: Sequence[str] | None,
+    job_types: Sequence[str] | None,
+) -> Call[list[ClaimedJob]]:
+    params: dict[str, Any] = dict(
+        worker_id=worker_id,
+        lease_seconds=lease_seconds,
+        max_jobs=max_jobs,
+        queues=_list(queues),
+        job_types=_list(job_types),
+    )
+    return _all(q.CLAIM_JOBS, params, ClaimedJob)
+
+
+def _heartbeat_jobs(
+    worker_id: str, leases: Sequence[tuple[Id, Id]], *, lease_seconds: int
+) -> Call[list[Heartbeat]]:
+    params: dict[str, Any] = dict(
+        worker_id=worker_id,
+        lease_seconds=lease_seconds,
+        job_ids=[j for j, _ in leases],
+        lease_tokens=[t for _, t in leases],
+    )
+    return _all(q.HEARTBEAT_JOBS, params, Heartbeat)
+
+
+def _complete_job(job_id: Id, lease_token: Id, result: Json) -> Call[str]:
+    params: dict[str, Any] = dict(job_id=job_id, lease_token=lease_token, result=_json(result))
+    return _scalar(q.COMPLETE_JOB, params)
+
+
+def _complete_jobs(completions: Sequence[tuple[Id, Id, Json]]) -> Call[list[BatchOutcome]]:
+    params: dict[str, Any] = dict(
+        job_ids=[c[0] for c in completions],
+        lease_tokens=[c[1] for c in completions],
+        results=Jsonb([c[2] for c in completions]),
+    )
+    return _all(q.COMPLETE_JOBS, params, BatchOutcome)
+
+
+def _fail_job(
+    job_id: Id,
+    lease_token: Id,
+    *,
+    error_code: str | None,
+    message: str | None,
+    retryable: bool,
+    retry_delay: Seconds | None,
+) -> Call[Outcome]:
+    params: dict[str, Any] = dict(
+        job_id=job_id,
+        lease_token=lease_token,
+        error_code=error_code,
+        message=message,
+        retryable=retryable,
+        retry_delay=_interval(retry_delay),
+    )
+    return _one(q.FAIL_JOB, params, Outcome)
+
+
+def _fail_jobs(failures: Sequence[Failure]) -> Call[list[BatchOutcome]]:
+    params: dict[str, Any] = dict(
+        job_ids=[f.job_id for f in failures],
+        lease_tokens=[f.lease_token for f in failures],
+        error_codes=[f.error_code for f in failures],
+        messages=[f.message for f in failures],
+        retryable=[f.retryable for f in failures],
+        retry_delays=[_interval(f.retry_delay) for f in failures],
+    )
+    return _all(q.FAIL_JOBS, params, BatchOutcome)
+
+
+def _continue_job(
+    job_id: Id, lease_token: Id, next_step: str, *, state: Json, delay: Seconds | None
+) -> Call[Outcome]:
+    params: dict[str, Any] = dict(
+        job_id=job_id,
+        lease_token=lease_token,
+        next_step=next_step,
+        state=_json(state),
+        delay=_interval(delay),
+    )
+    return _one(q.CONTINUE_JOB, params, Outcome)
+
+
+def _report_progress(job_id: Id, lease_token: Id, progress: JsonObject) -> Call[bool]:
+    params: dict[str, Any] = dict(job_id=job_id, lease_token=lease_token, progress=_json(progress))
+    return _scalar(q.REPORT_PROGRESS, params)
+
+
+def _append_job_log(
+    job_id: Id, lease_token: Id, message: str, *, level: str, fields: JsonObject | None
+) -> Call[int]:
+    params: dict[str, Any] = dict(
+        job_id=job_id, lease_token=lease_token, message=message, level=level, fields=_json(fields)
+    )
+    return _scalar(q.APPEND_JOB_LOG, params)
+
+
+def _cancel_job(job_id: Id, *, reason: str | None, organization_id: Id | None) -> Call[str]:
+    params: dict[str, Any] = dict(job_id=job_id, reason=reason, organization_id=organization_id)
+    return _scalar(q.CANCEL_JOB, params)
+
+
+def _requeue_job(job_id: Id, *, organization_id: Id | None, run_at: datetime | None) -> Call[datetime]:
+    params: dict[str, Any] = dict(job_id=job_id, organization_id=organization_id, run_at=run_at)
+    return _scalar(q.REQUEUE_JOB, params)
+
+
+def _reap_expired_leases(*, max_jobs: int, retry_delay: Seconds | None) -> Call[list[ReapedJob]]:
+    params: dict[str, Any] = dict(max_jobs=max_jobs, retry_delay=_interval(retry_delay))
+    return _all(q.REAP_EXPIRED_LEASES, params, ReapedJob)
+
+
+def _purge_finished_jobs(older_than: Seconds, *, max_jobs: int, organization_id: Id | None) -> Call[int]:
+    params: dict[str, Any] = dict(
+        older_than=_interval(older_than), max_jobs=max_jobs, organization_id=organization_id
+    )
+    return _scalar(q.PURGE_FINISHED_JOBS, params)
+
+
+def _get_job(job_id: Id, *, organization_id: Id | None) -> Call[JsonObject]:
+    params: dict[str, Any] = dict(job_id=job_id, organization_id=organization_id)
+    return _scalar(q.GET_JOB, params)
+
+
+def _list_jobs(
+    *,
+    status: str | None,
+    job_type: str | None,
+    queue: str | None,
+    organization_id: Id | None,
+    workflow_run_id: Id | None,
+    after_id: Id | None,
+    max_rows: int,
+) -> Call[list[JobSummary]]:
+    params: dict[str, Any] = dict(
+        status=status,
+        job_type=job_type,
+        queue=queue,
+        organization_id=organization_id,
+        workflow_run_id=workflow_run_id,
+        after_id=after_id,
+        max_rows=max_rows,
+    )
+    return _all(q.LIST_JOBS, params, JobSummary)
+
+
+def _upsert_job_definition(
+    job_type: str,
+    *,
+    queue: str | None,
+    priority: int | None,
+    max_attempts: int | None,
+    timeout_seconds: int | None,
+    backoff_base_seconds: float | None,
+    backoff_max_seconds: float | None,
+    backoff_jitter: float | None,
+) -> Call[JobDefinition]:
+    params: dict[str, Any] = dict(
+        job_type=job_type,
+        queue=queue,
+        priority=priority,
+        max_attempts=max_attempts,
+        timeout_seconds=timeout_seconds,
+        backoff_base_seconds=backoff_base_seconds,
+        backoff_max_seconds=backoff_max_seconds,
+        backoff_jitter=backoff_jitter,
+    )
+    return _one(q.UPSERT_JOB_DEFINITION, params, JobDefinition)
+
+
+def _set_job_runtime_config(
+    job_type: str, *, paused: bool | None, max_concurrency: int | None, clear_max_concurrency: bool
+) -> Call[RuntimeConfig]:
+    params: dict[str, Any] = dict(
+        job_type=job_type,
+        paused=paused,
+        max_concurrency=max_concurrency,
+        clear_max_concurrency=clear_max_concurrency,
+    )
+    return _one(q.SET_JOB_RUNTIME_CONFIG, params, RuntimeConfig)
+
+
+def _queue_depth() -> Call[list[QueueDepth]]:
+    params: dict[str, Any] = {}
+    return _all(q.QUEUE_DEPTH, params, QueueDepth)
+
+
+def _job_metrics() -> Call[list[JobMetrics]]:
+    params: dict[str, Any] = {}
+    return _all(q.JOB_METRICS, params, JobMetrics)
+
+
+def _enqueue_workflow(spec: JsonObject | WorkflowLike) -> Call[EnqueuedRun]:
+    params: dict[str, Any] = dict(spec=Jsonb(_spec(spec)))
+    return _one(q.ENQUEUE_WORKFLOW, params, EnqueuedRun)
+
+
+def _complete_external_step(
+    run_id: Id, step_key: str, *, succeeded: bool, output: Json, organization_id: Id | None
+) -> Call[ExternalStepResult]:
+    params: dict[str, Any] = dict(
+        run_id=run_id,
+        step_key=step_key,
+        succeeded=succeeded,
+        output=_json(output),
+        organization_id=organization_id,
+    )
+    return _one(q.COMPLETE_EXTERNAL_STEP, params, ExternalStepResult)
+
+
+def _append_workflow_steps(
+    run_id: Id, steps: Sequence[JsonObject], *, mutation_key: str | None, organization_id: Id | None
+) -> Call[AppendResult]:
+    params: dict[str, Any] = dict(
+        run_id=run_id,
+        mutation_key=mutation_key,
+        steps=Jsonb(list(steps)),
+        organization_id=organization_id,
+    )
+    return _one(q.APPEND_WORKFLOW_STEPS, params, AppendResult)
+
+
+def _cancel_workflow_run(
+    run_id: Id, *, reason: str | None, organization_id: Id | None
+) -> Call[CancelRunResult]:
+    params: dict[str, Any] = dict(run_id=run_id, reason=reason, organization_id=organization_id)
+    return _one(q.CANCEL_WORKFLOW_RUN, params, CancelRunResult)
+
+
+def _get_workflow_run(run_id: Id, *, organization_id: Id | None) -> Call[JsonObject]:
+    params: dict[str, Any] = dict(run_id=run_id, organization_id=organization_id)
+    return _scalar(q.GET_WORKFLOW_RUN, params)
+
+
+def _list_workflow_runs(
+    *, status: str | None, organization_id: Id | None, after_id: Id | None, max_rows: int
+) -> Call[list[WorkflowRunSummary]]:
+    params: dict[str, Any] = dict(
+        status=status, organization_id=organization_id, after_id=after_id, max_rows=max_rows
+    )
+    return _all(q.LIST_WORKFLOW_RUNS, params, WorkflowRunSummary)
+
+
 class Client:
     """Blocking client over a ``psycopg_pool.ConnectionPool``."""
 
@@ -135,19 +462,15 @@ class Client:
     ) -> None:
         self.close()
 
-    def _all(self, query: str, params: dict[str, Any], row: type[T]) -> list[T]:
-        with _pgrun_errors(), self.pool.connection() as conn, conn.cursor(row_factory=class_row(row)) as cur:
-            cur.execute(query, params)
-            return cur.fetchall()
-
-    def _one(self, query: str, params: dict[str, Any], row: type[T]) -> T:
-        rows = self._all(query, params, row)
-        return rows[0]
-
-    def _scalar(self, query: str, params: dict[str, Any]) -> Any:
-        with _pgrun_errors(), self.pool.connection() as conn:
-            found = conn.execute(query, params).fetchone()
-            return None if found is None else found[0]
+    def _run(self, call: Call[R]) -> R:
+        with (
+            _pgrun_errors(),
+            self.pool.connection() as conn,
+            conn.cursor(row_factory=call.row_factory) as cur,
+        ):
+            cur.execute(call.query, call.params)
+            rows = cur.fetchall()
+        return call.finish(rows)
 
     def enqueue_job(
         self,
@@ -164,24 +487,24 @@ class Client:
         organization_id: Id | None = None,
     ) -> EnqueuedJob:
         """Enqueue one job (pgrun.enqueue_job); left-out settings come from the job type's definition."""
-        params: dict[str, Any] = dict(
-            job_type=job_type,
-            payload=_json(payload),
-            queue=queue,
-            priority=priority,
-            run_at=run_at,
-            delay=_interval(delay),
-            max_attempts=max_attempts,
-            timeout_seconds=timeout_seconds,
-            idempotency_key=idempotency_key,
-            organization_id=organization_id,
+        return self._run(
+            _enqueue_job(
+                job_type,
+                payload,
+                queue=queue,
+                priority=priority,
+                run_at=run_at,
+                delay=delay,
+                max_attempts=max_attempts,
+                timeout_seconds=timeout_seconds,
+                idempotency_key=idempotency_key,
+                organization_id=organization_id,
+            )
         )
-        return self._one(q.ENQUEUE_JOB, params, EnqueuedJob)
 
     def enqueue_jobs(self, jobs: Sequence[JsonObject]) -> list[EnqueuedBatchItem]:
         """Enqueue many jobs in one statement (pgrun.enqueue_jobs), keyed like enqueue_job."""
-        params: dict[str, Any] = dict(jobs=Jsonb(list(jobs)))
-        return self._all(q.ENQUEUE_JOBS, params, EnqueuedBatchItem)
+        return self._run(_enqueue_jobs(jobs))
 
     def claim_jobs(
         self,
@@ -193,41 +516,25 @@ class Client:
         job_types: Sequence[str] | None = None,
     ) -> list[ClaimedJob]:
         """Claim up to max_jobs ready jobs under fresh leases (pgrun.claim_jobs)."""
-        params: dict[str, Any] = dict(
-            worker_id=worker_id,
-            lease_seconds=lease_seconds,
-            max_jobs=max_jobs,
-            queues=_list(queues),
-            job_types=_list(job_types),
+        return self._run(
+            _claim_jobs(
+                worker_id, lease_seconds=lease_seconds, max_jobs=max_jobs, queues=queues, job_types=job_types
+            )
         )
-        return self._all(q.CLAIM_JOBS, params, ClaimedJob)
 
     def heartbeat_jobs(
         self, worker_id: str, leases: Sequence[tuple[Id, Id]], *, lease_seconds: int = 30
     ) -> list[Heartbeat]:
         """Renew (job_id, lease_token) leases in one statement (pgrun.heartbeat_jobs)."""
-        params: dict[str, Any] = dict(
-            worker_id=worker_id,
-            lease_seconds=lease_seconds,
-            job_ids=[j for j, _ in leases],
-            lease_tokens=[t for _, t in leases],
-        )
-        return self._all(q.HEARTBEAT_JOBS, params, Heartbeat)
+        return self._run(_heartbeat_jobs(worker_id, leases, lease_seconds=lease_seconds))
 
     def complete_job(self, job_id: Id, lease_token: Id, result: Json = None) -> str:
         """Complete a job under its lease (pgrun.complete_job); returns succeeded or cancelled."""
-        params: dict[str, Any] = dict(job_id=job_id, lease_token=lease_token, result=_json(result))
-        value: str = self._scalar(q.COMPLETE_JOB, params)
-        return value
+        return self._run(_complete_job(job_id, lease_token, result))
 
     def complete_jobs(self, completions: Sequence[tuple[Id, Id, Json]]) -> list[BatchOutcome]:
         """Complete (job_id, lease_token, result) triples (pgrun.complete_jobs), in order."""
-        params: dict[str, Any] = dict(
-            job_ids=[c[0] for c in completions],
-            lease_tokens=[c[1] for c in completions],
-            results=Jsonb([c[2] for c in completions]),
-        )
-        return self._all(q.COMPLETE_JOBS, params, BatchOutcome)
+        return self._run(_complete_jobs(completions))
 
     def fail_job(
         self,
@@ -240,46 +547,30 @@ class Client:
         retry_delay: Seconds | None = None,
     ) -> Outcome:
         """Fail a job under its lease (pgrun.fail_job): retried, dead or cancelled as the SQL decides."""
-        params: dict[str, Any] = dict(
-            job_id=job_id,
-            lease_token=lease_token,
-            error_code=error_code,
-            message=message,
-            retryable=retryable,
-            retry_delay=_interval(retry_delay),
+        return self._run(
+            _fail_job(
+                job_id,
+                lease_token,
+                error_code=error_code,
+                message=message,
+                retryable=retryable,
+                retry_delay=retry_delay,
+            )
         )
-        return self._one(q.FAIL_JOB, params, Outcome)
 
     def fail_jobs(self, failures: Sequence[Failure]) -> list[BatchOutcome]:
         """Fail a batch in one statement (pgrun.fail_jobs); one outcome per job, in order."""
-        params: dict[str, Any] = dict(
-            job_ids=[f.job_id for f in failures],
-            lease_tokens=[f.lease_token for f in failures],
-            error_codes=[f.error_code for f in failures],
-            messages=[f.message for f in failures],
-            retryable=[f.retryable for f in failures],
-            retry_delays=[_interval(f.retry_delay) for f in failures],
-        )
-        return self._all(q.FAIL_JOBS, params, BatchOutcome)
+        return self._run(_fail_jobs(failures))
 
     def continue_job(
         self, job_id: Id, lease_token: Id, next_step: str, *, state: Json = None, delay: Seconds | None = None
     ) -> Outcome:
         """Queue the same job at next_step (pgrun.continue_job); state None keeps it."""
-        params: dict[str, Any] = dict(
-            job_id=job_id,
-            lease_token=lease_token,
-            next_step=next_step,
-            state=_json(state),
-            delay=_interval(delay),
-        )
-        return self._one(q.CONTINUE_JOB, params, Outcome)
+        return self._run(_continue_job(job_id, lease_token, next_step, state=state, delay=delay))
 
     def report_progress(self, job_id: Id, lease_token: Id, progress: JsonObject) -> bool:
         """Store the job's progress (pgrun.report_progress); returns True when a cancel was requested."""
-        params: dict[str, Any] = dict(job_id=job_id, lease_token=lease_token, progress=_json(progress))
-        value: bool = self._scalar(q.REPORT_PROGRESS, params)
-        return value
+        return self._run(_report_progress(job_id, lease_token, progress))
 
     def append_job_log(
         self,
@@ -291,48 +582,33 @@ class Client:
         fields: JsonObject | None = None,
     ) -> int:
         """Append a log line to the job's current attempt (pgrun.append_job_log); returns its id."""
-        params: dict[str, Any] = dict(
-            job_id=job_id, lease_token=lease_token, message=message, level=level, fields=_json(fields)
-        )
-        value: int = self._scalar(q.APPEND_JOB_LOG, params)
-        return value
+        return self._run(_append_job_log(job_id, lease_token, message, level=level, fields=fields))
 
     def cancel_job(self, job_id: Id, *, reason: str | None = None, organization_id: Id | None = None) -> str:
         """Cancel a job (pgrun.cancel_job); returns cancelled or cancel_requested."""
-        params: dict[str, Any] = dict(job_id=job_id, reason=reason, organization_id=organization_id)
-        value: str = self._scalar(q.CANCEL_JOB, params)
-        return value
+        return self._run(_cancel_job(job_id, reason=reason, organization_id=organization_id))
 
     def requeue_job(
         self, job_id: Id, *, organization_id: Id | None = None, run_at: datetime | None = None
     ) -> datetime:
         """Put a dead or cancelled job back in the queue (pgrun.requeue_job); returns its run_at."""
-        params: dict[str, Any] = dict(job_id=job_id, organization_id=organization_id, run_at=run_at)
-        value: datetime = self._scalar(q.REQUEUE_JOB, params)
-        return value
+        return self._run(_requeue_job(job_id, organization_id=organization_id, run_at=run_at))
 
     def reap_expired_leases(
         self, *, max_jobs: int = 1000, retry_delay: Seconds | None = None
     ) -> list[ReapedJob]:
         """Recover running jobs whose lease expired (pgrun.reap_expired_leases)."""
-        params: dict[str, Any] = dict(max_jobs=max_jobs, retry_delay=_interval(retry_delay))
-        return self._all(q.REAP_EXPIRED_LEASES, params, ReapedJob)
+        return self._run(_reap_expired_leases(max_jobs=max_jobs, retry_delay=retry_delay))
 
     def purge_finished_jobs(
         self, older_than: Seconds, *, max_jobs: int = 10000, organization_id: Id | None = None
     ) -> int:
         """Delete finished jobs older than older_than (pgrun.purge_finished_jobs); returns how many."""
-        params: dict[str, Any] = dict(
-            older_than=_interval(older_than), max_jobs=max_jobs, organization_id=organization_id
-        )
-        value: int = self._scalar(q.PURGE_FINISHED_JOBS, params)
-        return value
+        return self._run(_purge_finished_jobs(older_than, max_jobs=max_jobs, organization_id=organization_id))
 
     def get_job(self, job_id: Id, *, organization_id: Id | None = None) -> JsonObject:
         """One job with its attempts and dead letters (pgrun.get_job)."""
-        params: dict[str, Any] = dict(job_id=job_id, organization_id=organization_id)
-        value: JsonObject = self._scalar(q.GET_JOB, params)
-        return value
+        return self._run(_get_job(job_id, organization_id=organization_id))
 
     def list_jobs(
         self,
@@ -346,16 +622,17 @@ class Client:
         max_rows: int = 50,
     ) -> list[JobSummary]:
         """A page of jobs, oldest first (pgrun.list_jobs); pass the last id as after_id for the next page."""
-        params: dict[str, Any] = dict(
-            status=status,
-            job_type=job_type,
-            queue=queue,
-            organization_id=organization_id,
-            workflow_run_id=workflow_run_id,
-            after_id=after_id,
-            max_rows=max_rows,
+        return self._run(
+            _list_jobs(
+                status=status,
+                job_type=job_type,
+                queue=queue,
+                organization_id=organization_id,
+                workflow_run_id=workflow_run_id,
+                after_id=after_id,
+                max_rows=max_rows,
+            )
         )
-        return self._all(q.LIST_JOBS, params, JobSummary)
 
     def upsert_job_definition(
         self,
@@ -370,17 +647,18 @@ class Client:
         backoff_jitter: float | None = None,
     ) -> JobDefinition:
         """State a job type's definition (pgrun.upsert_job_definition); None = default."""
-        params: dict[str, Any] = dict(
-            job_type=job_type,
-            queue=queue,
-            priority=priority,
-            max_attempts=max_attempts,
-            timeout_seconds=timeout_seconds,
-            backoff_base_seconds=backoff_base_seconds,
-            backoff_max_seconds=backoff_max_seconds,
-            backoff_jitter=backoff_jitter,
+        return self._run(
+            _upsert_job_definition(
+                job_type,
+                queue=queue,
+                priority=priority,
+                max_attempts=max_attempts,
+                timeout_seconds=timeout_seconds,
+                backoff_base_seconds=backoff_base_seconds,
+                backoff_max_seconds=backoff_max_seconds,
+                backoff_jitter=backoff_jitter,
+            )
         )
-        return self._one(q.UPSERT_JOB_DEFINITION, params, JobDefinition)
 
     def set_job_runtime_config(
         self,
@@ -391,28 +669,26 @@ class Client:
         clear_max_concurrency: bool = False,
     ) -> RuntimeConfig:
         """Pause/resume or cap a job type (pgrun.set_job_runtime_config); None = leave it."""
-        params: dict[str, Any] = dict(
-            job_type=job_type,
-            paused=paused,
-            max_concurrency=max_concurrency,
-            clear_max_concurrency=clear_max_concurrency,
+        return self._run(
+            _set_job_runtime_config(
+                job_type,
+                paused=paused,
+                max_concurrency=max_concurrency,
+                clear_max_concurrency=clear_max_concurrency,
+            )
         )
-        return self._one(q.SET_JOB_RUNTIME_CONFIG, params, RuntimeConfig)
 
     def queue_depth(self) -> list[QueueDepth]:
         """Ready, delayed and running jobs per queue and type (view pgrun.queue_depth)."""
-        params: dict[str, Any] = {}
-        return self._all(q.QUEUE_DEPTH, params, QueueDepth)
+        return self._run(_queue_depth())
 
     def job_metrics(self) -> list[JobMetrics]:
         """Counts, rates and latencies per type and queue (view pgrun.job_metrics)."""
-        params: dict[str, Any] = {}
-        return self._all(q.JOB_METRICS, params, JobMetrics)
+        return self._run(_job_metrics())
 
     def enqueue_workflow(self, spec: JsonObject | WorkflowLike) -> EnqueuedRun:
         """Start a workflow run (pgrun.enqueue_workflow) from a spec dict or a pgrun.workflow.Workflow."""
-        params: dict[str, Any] = dict(spec=Jsonb(_spec(spec)))
-        return self._one(q.ENQUEUE_WORKFLOW, params, EnqueuedRun)
+        return self._run(_enqueue_workflow(spec))
 
     def complete_external_step(
         self,
@@ -424,14 +700,11 @@ class Client:
         organization_id: Id | None = None,
     ) -> ExternalStepResult:
         """Close a waiting external step (pgrun.complete_external_step)."""
-        params: dict[str, Any] = dict(
-            run_id=run_id,
-            step_key=step_key,
-            succeeded=succeeded,
-            output=_json(output),
-            organization_id=organization_id,
+        return self._run(
+            _complete_external_step(
+                run_id, step_key, succeeded=succeeded, output=output, organization_id=organization_id
+            )
         )
-        return self._one(q.COMPLETE_EXTERNAL_STEP, params, ExternalStepResult)
 
     def append_workflow_steps(
         self,
@@ -442,26 +715,19 @@ class Client:
         organization_id: Id | None = None,
     ) -> AppendResult:
         """Add steps to a running run (pgrun.append_workflow_steps); idempotent per mutation_key."""
-        params: dict[str, Any] = dict(
-            run_id=run_id,
-            mutation_key=mutation_key,
-            steps=Jsonb(list(steps)),
-            organization_id=organization_id,
+        return self._run(
+            _append_workflow_steps(run_id, steps, mutation_key=mutation_key, organization_id=organization_id)
         )
-        return self._one(q.APPEND_WORKFLOW_STEPS, params, AppendResult)
 
     def cancel_workflow_run(
         self, run_id: Id, *, reason: str | None = None, organization_id: Id | None = None
     ) -> CancelRunResult:
         """Cancel a running workflow run (pgrun.cancel_workflow_run)."""
-        params: dict[str, Any] = dict(run_id=run_id, reason=reason, organization_id=organization_id)
-        return self._one(q.CANCEL_WORKFLOW_RUN, params, CancelRunResult)
+        return self._run(_cancel_workflow_run(run_id, reason=reason, organization_id=organization_id))
 
     def get_workflow_run(self, run_id: Id, *, organization_id: Id | None = None) -> JsonObject:
         """One run with its steps, dependencies and mutations (pgrun.get_workflow_run)."""
-        params: dict[str, Any] = dict(run_id=run_id, organization_id=organization_id)
-        value: JsonObject = self._scalar(q.GET_WORKFLOW_RUN, params)
-        return value
+        return self._run(_get_workflow_run(run_id, organization_id=organization_id))
 
     def list_workflow_runs(
         self,
@@ -472,10 +738,11 @@ class Client:
         max_rows: int = 50,
     ) -> list[WorkflowRunSummary]:
         """A page of runs, oldest first (pgrun.list_workflow_runs)."""
-        params: dict[str, Any] = dict(
-            status=status, organization_id=organization_id, after_id=after_id, max_rows=max_rows
+        return self._run(
+            _list_workflow_runs(
+                status=status, organization_id=organization_id, after_id=after_id, max_rows=max_rows
+            )
         )
-        return self._all(q.LIST_WORKFLOW_RUNS, params, WorkflowRunSummary)
 
 
 class AsyncClient:
@@ -509,22 +776,12 @@ class AsyncClient:
     ) -> None:
         await self.close()
 
-    async def _all(self, query: str, params: dict[str, Any], row: type[T]) -> list[T]:
+    async def _run(self, call: Call[R]) -> R:
         with _pgrun_errors():
-            async with self.pool.connection() as conn, conn.cursor(row_factory=class_row(row)) as cur:
-                await cur.execute(query, params)
-                return await cur.fetchall()
-
-    async def _one(self, query: str, params: dict[str, Any], row: type[T]) -> T:
-        rows = await self._all(query, params, row)
-        return rows[0]
-
-    async def _scalar(self, query: str, params: dict[str, Any]) -> Any:
-        with _pgrun_errors():
-            async with self.pool.connection() as conn:
-                cur = await conn.execute(query, params)
-                found = await cur.fetchone()
-                return None if found is None else found[0]
+            async with self.pool.connection() as conn, conn.cursor(row_factory=call.row_factory) as cur:
+                await cur.execute(call.query, call.params)
+                rows = await cur.fetchall()
+        return call.finish(rows)
 
     async def enqueue_job(
         self,
@@ -541,24 +798,24 @@ class AsyncClient:
         organization_id: Id | None = None,
     ) -> EnqueuedJob:
         """Enqueue one job (pgrun.enqueue_job); left-out settings come from the job type's definition."""
-        params: dict[str, Any] = dict(
-            job_type=job_type,
-            payload=_json(payload),
-            queue=queue,
-            priority=priority,
-            run_at=run_at,
-            delay=_interval(delay),
-            max_attempts=max_attempts,
-            timeout_seconds=timeout_seconds,
-            idempotency_key=idempotency_key,
-            organization_id=organization_id,
+        return await self._run(
+            _enqueue_job(
+                job_type,
+                payload,
+                queue=queue,
+                priority=priority,
+                run_at=run_at,
+                delay=delay,
+                max_attempts=max_attempts,
+                timeout_seconds=timeout_seconds,
+                idempotency_key=idempotency_key,
+                organization_id=organization_id,
+            )
         )
-        return await self._one(q.ENQUEUE_JOB, params, EnqueuedJob)
 
     async def enqueue_jobs(self, jobs: Sequence[JsonObject]) -> list[EnqueuedBatchItem]:
         """Enqueue many jobs in one statement (pgrun.enqueue_jobs), keyed like enqueue_job."""
-        params: dict[str, Any] = dict(jobs=Jsonb(list(jobs)))
-        return await self._all(q.ENQUEUE_JOBS, params, EnqueuedBatchItem)
+        return await self._run(_enqueue_jobs(jobs))
 
     async def claim_jobs(
         self,
@@ -570,41 +827,25 @@ class AsyncClient:
         job_types: Sequence[str] | None = None,
     ) -> list[ClaimedJob]:
         """Claim up to max_jobs ready jobs under fresh leases (pgrun.claim_jobs)."""
-        params: dict[str, Any] = dict(
-            worker_id=worker_id,
-            lease_seconds=lease_seconds,
-            max_jobs=max_jobs,
-            queues=_list(queues),
-            job_types=_list(job_types),
+        return await self._run(
+            _claim_jobs(
+                worker_id, lease_seconds=lease_seconds, max_jobs=max_jobs, queues=queues, job_types=job_types
+            )
         )
-        return await self._all(q.CLAIM_JOBS, params, ClaimedJob)
 
     async def heartbeat_jobs(
         self, worker_id: str, leases: Sequence[tuple[Id, Id]], *, lease_seconds: int = 30
     ) -> list[Heartbeat]:
         """Renew (job_id, lease_token) leases in one statement (pgrun.heartbeat_jobs)."""
-        params: dict[str, Any] = dict(
-            worker_id=worker_id,
-            lease_seconds=lease_seconds,
-            job_ids=[j for j, _ in leases],
-            lease_tokens=[t for _, t in leases],
-        )
-        return await self._all(q.HEARTBEAT_JOBS, params, Heartbeat)
+        return await self._run(_heartbeat_jobs(worker_id, leases, lease_seconds=lease_seconds))
 
     async def complete_job(self, job_id: Id, lease_token: Id, result: Json = None) -> str:
         """Complete a job under its lease (pgrun.complete_job); returns succeeded or cancelled."""
-        params: dict[str, Any] = dict(job_id=job_id, lease_token=lease_token, result=_json(result))
-        value: str = await self._scalar(q.COMPLETE_JOB, params)
-        return value
+        return await self._run(_complete_job(job_id, lease_token, result))
 
     async def complete_jobs(self, completions: Sequence[tuple[Id, Id, Json]]) -> list[BatchOutcome]:
         """Complete (job_id, lease_token, result) triples (pgrun.complete_jobs), in order."""
-        params: dict[str, Any] = dict(
-            job_ids=[c[0] for c in completions],
-            lease_tokens=[c[1] for c in completions],
-            results=Jsonb([c[2] for c in completions]),
-        )
-        return await self._all(q.COMPLETE_JOBS, params, BatchOutcome)
+        return await self._run(_complete_jobs(completions))
 
     async def fail_job(
         self,
@@ -617,46 +858,30 @@ class AsyncClient:
         retry_delay: Seconds | None = None,
     ) -> Outcome:
         """Fail a job under its lease (pgrun.fail_job): retried, dead or cancelled as the SQL decides."""
-        params: dict[str, Any] = dict(
-            job_id=job_id,
-            lease_token=lease_token,
-            error_code=error_code,
-            message=message,
-            retryable=retryable,
-            retry_delay=_interval(retry_delay),
+        return await self._run(
+            _fail_job(
+                job_id,
+                lease_token,
+                error_code=error_code,
+                message=message,
+                retryable=retryable,
+                retry_delay=retry_delay,
+            )
         )
-        return await self._one(q.FAIL_JOB, params, Outcome)
 
     async def fail_jobs(self, failures: Sequence[Failure]) -> list[BatchOutcome]:
         """Fail a batch in one statement (pgrun.fail_jobs); one outcome per job, in order."""
-        params: dict[str, Any] = dict(
-            job_ids=[f.job_id for f in failures],
-            lease_tokens=[f.lease_token for f in failures],
-            error_codes=[f.error_code for f in failures],
-            messages=[f.message for f in failures],
-            retryable=[f.retryable for f in failures],
-            retry_delays=[_interval(f.retry_delay) for f in failures],
-        )
-        return await self._all(q.FAIL_JOBS, params, BatchOutcome)
+        return await self._run(_fail_jobs(failures))
 
     async def continue_job(
         self, job_id: Id, lease_token: Id, next_step: str, *, state: Json = None, delay: Seconds | None = None
     ) -> Outcome:
         """Queue the same job at next_step (pgrun.continue_job); state None keeps it."""
-        params: dict[str, Any] = dict(
-            job_id=job_id,
-            lease_token=lease_token,
-            next_step=next_step,
-            state=_json(state),
-            delay=_interval(delay),
-        )
-        return await self._one(q.CONTINUE_JOB, params, Outcome)
+        return await self._run(_continue_job(job_id, lease_token, next_step, state=state, delay=delay))
 
     async def report_progress(self, job_id: Id, lease_token: Id, progress: JsonObject) -> bool:
         """Store the job's progress (pgrun.report_progress); returns True when a cancel was requested."""
-        params: dict[str, Any] = dict(job_id=job_id, lease_token=lease_token, progress=_json(progress))
-        value: bool = await self._scalar(q.REPORT_PROGRESS, params)
-        return value
+        return await self._run(_report_progress(job_id, lease_token, progress))
 
     async def append_job_log(
         self,
@@ -668,50 +893,37 @@ class AsyncClient:
         fields: JsonObject | None = None,
     ) -> int:
         """Append a log line to the job's current attempt (pgrun.append_job_log); returns its id."""
-        params: dict[str, Any] = dict(
-            job_id=job_id, lease_token=lease_token, message=message, level=level, fields=_json(fields)
-        )
-        value: int = await self._scalar(q.APPEND_JOB_LOG, params)
-        return value
+        return await self._run(_append_job_log(job_id, lease_token, message, level=level, fields=fields))
 
     async def cancel_job(
         self, job_id: Id, *, reason: str | None = None, organization_id: Id | None = None
     ) -> str:
         """Cancel a job (pgrun.cancel_job); returns cancelled or cancel_requested."""
-        params: dict[str, Any] = dict(job_id=job_id, reason=reason, organization_id=organization_id)
-        value: str = await self._scalar(q.CANCEL_JOB, params)
-        return value
+        return await self._run(_cancel_job(job_id, reason=reason, organization_id=organization_id))
 
     async def requeue_job(
         self, job_id: Id, *, organization_id: Id | None = None, run_at: datetime | None = None
     ) -> datetime:
         """Put a dead or cancelled job back in the queue (pgrun.requeue_job); returns its run_at."""
-        params: dict[str, Any] = dict(job_id=job_id, organization_id=organization_id, run_at=run_at)
-        value: datetime = await self._scalar(q.REQUEUE_JOB, params)
-        return value
+        return await self._run(_requeue_job(job_id, organization_id=organization_id, run_at=run_at))
 
     async def reap_expired_leases(
         self, *, max_jobs: int = 1000, retry_delay: Seconds | None = None
     ) -> list[ReapedJob]:
         """Recover running jobs whose lease expired (pgrun.reap_expired_leases)."""
-        params: dict[str, Any] = dict(max_jobs=max_jobs, retry_delay=_interval(retry_delay))
-        return await self._all(q.REAP_EXPIRED_LEASES, params, ReapedJob)
+        return await self._run(_reap_expired_leases(max_jobs=max_jobs, retry_delay=retry_delay))
 
     async def purge_finished_jobs(
         self, older_than: Seconds, *, max_jobs: int = 10000, organization_id: Id | None = None
     ) -> int:
         """Delete finished jobs older than older_than (pgrun.purge_finished_jobs); returns how many."""
-        params: dict[str, Any] = dict(
-            older_than=_interval(older_than), max_jobs=max_jobs, organization_id=organization_id
+        return await self._run(
+            _purge_finished_jobs(older_than, max_jobs=max_jobs, organization_id=organization_id)
         )
-        value: int = await self._scalar(q.PURGE_FINISHED_JOBS, params)
-        return value
 
     async def get_job(self, job_id: Id, *, organization_id: Id | None = None) -> JsonObject:
         """One job with its attempts and dead letters (pgrun.get_job)."""
-        params: dict[str, Any] = dict(job_id=job_id, organization_id=organization_id)
-        value: JsonObject = await self._scalar(q.GET_JOB, params)
-        return value
+        return await self._run(_get_job(job_id, organization_id=organization_id))
 
     async def list_jobs(
         self,
@@ -725,16 +937,17 @@ class AsyncClient:
         max_rows: int = 50,
     ) -> list[JobSummary]:
         """A page of jobs, oldest first (pgrun.list_jobs); pass the last id as after_id for the next page."""
-        params: dict[str, Any] = dict(
-            status=status,
-            job_type=job_type,
-            queue=queue,
-            organization_id=organization_id,
-            workflow_run_id=workflow_run_id,
-            after_id=after_id,
-            max_rows=max_rows,
+        return await self._run(
+            _list_jobs(
+                status=status,
+                job_type=job_type,
+                queue=queue,
+                organization_id=organization_id,
+                workflow_run_id=workflow_run_id,
+                after_id=after_id,
+                max_rows=max_rows,
+            )
         )
-        return await self._all(q.LIST_JOBS, params, JobSummary)
 
     async def upsert_job_definition(
         self,
@@ -749,17 +962,18 @@ class AsyncClient:
         backoff_jitter: float | None = None,
     ) -> JobDefinition:
         """State a job type's definition (pgrun.upsert_job_definition); None = default."""
-        params: dict[str, Any] = dict(
-            job_type=job_type,
-            queue=queue,
-            priority=priority,
-            max_attempts=max_attempts,
-            timeout_seconds=timeout_seconds,
-            backoff_base_seconds=backoff_base_seconds,
-            backoff_max_seconds=backoff_max_seconds,
-            backoff_jitter=backoff_jitter,
+        return await self._run(
+            _upsert_job_definition(
+                job_type,
+                queue=queue,
+                priority=priority,
+                max_attempts=max_attempts,
+                timeout_seconds=timeout_seconds,
+                backoff_base_seconds=backoff_base_seconds,
+                backoff_max_seconds=backoff_max_seconds,
+                backoff_jitter=backoff_jitter,
+            )
         )
-        return await self._one(q.UPSERT_JOB_DEFINITION, params, JobDefinition)
 
     async def set_job_runtime_config(
         self,
@@ -770,28 +984,26 @@ class AsyncClient:
         clear_max_concurrency: bool = False,
     ) -> RuntimeConfig:
         """Pause/resume or cap a job type (pgrun.set_job_runtime_config); None = leave it."""
-        params: dict[str, Any] = dict(
-            job_type=job_type,
-            paused=paused,
-            max_concurrency=max_concurrency,
-            clear_max_concurrency=clear_max_concurrency,
+        return await self._run(
+            _set_job_runtime_config(
+                job_type,
+                paused=paused,
+                max_concurrency=max_concurrency,
+                clear_max_concurrency=clear_max_concurrency,
+            )
         )
-        return await self._one(q.SET_JOB_RUNTIME_CONFIG, params, RuntimeConfig)
 
     async def queue_depth(self) -> list[QueueDepth]:
         """Ready, delayed and running jobs per queue and type (view pgrun.queue_depth)."""
-        params: dict[str, Any] = {}
-        return await self._all(q.QUEUE_DEPTH, params, QueueDepth)
+        return await self._run(_queue_depth())
 
     async def job_metrics(self) -> list[JobMetrics]:
         """Counts, rates and latencies per type and queue (view pgrun.job_metrics)."""
-        params: dict[str, Any] = {}
-        return await self._all(q.JOB_METRICS, params, JobMetrics)
+        return await self._run(_job_metrics())
 
     async def enqueue_workflow(self, spec: JsonObject | WorkflowLike) -> EnqueuedRun:
         """Start a workflow run (pgrun.enqueue_workflow) from a spec dict or a pgrun.workflow.Workflow."""
-        params: dict[str, Any] = dict(spec=Jsonb(_spec(spec)))
-        return await self._one(q.ENQUEUE_WORKFLOW, params, EnqueuedRun)
+        return await self._run(_enqueue_workflow(spec))
 
     async def complete_external_step(
         self,
@@ -803,14 +1015,11 @@ class AsyncClient:
         organization_id: Id | None = None,
     ) -> ExternalStepResult:
         """Close a waiting external step (pgrun.complete_external_step)."""
-        params: dict[str, Any] = dict(
-            run_id=run_id,
-            step_key=step_key,
-            succeeded=succeeded,
-            output=_json(output),
-            organization_id=organization_id,
+        return await self._run(
+            _complete_external_step(
+                run_id, step_key, succeeded=succeeded, output=output, organization_id=organization_id
+            )
         )
-        return await self._one(q.COMPLETE_EXTERNAL_STEP, params, ExternalStepResult)
 
     async def append_workflow_steps(
         self,
@@ -821,26 +1030,19 @@ class AsyncClient:
         organization_id: Id | None = None,
     ) -> AppendResult:
         """Add steps to a running run (pgrun.append_workflow_steps); idempotent per mutation_key."""
-        params: dict[str, Any] = dict(
-            run_id=run_id,
-            mutation_key=mutation_key,
-            steps=Jsonb(list(steps)),
-            organization_id=organization_id,
+        return await self._run(
+            _append_workflow_steps(run_id, steps, mutation_key=mutation_key, organization_id=organization_id)
         )
-        return await self._one(q.APPEND_WORKFLOW_STEPS, params, AppendResult)
 
     async def cancel_workflow_run(
         self, run_id: Id, *, reason: str | None = None, organization_id: Id | None = None
     ) -> CancelRunResult:
         """Cancel a running workflow run (pgrun.cancel_workflow_run)."""
-        params: dict[str, Any] = dict(run_id=run_id, reason=reason, organization_id=organization_id)
-        return await self._one(q.CANCEL_WORKFLOW_RUN, params, CancelRunResult)
+        return await self._run(_cancel_workflow_run(run_id, reason=reason, organization_id=organization_id))
 
     async def get_workflow_run(self, run_id: Id, *, organization_id: Id | None = None) -> JsonObject:
         """One run with its steps, dependencies and mutations (pgrun.get_workflow_run)."""
-        params: dict[str, Any] = dict(run_id=run_id, organization_id=organization_id)
-        value: JsonObject = await self._scalar(q.GET_WORKFLOW_RUN, params)
-        return value
+        return await self._run(_get_workflow_run(run_id, organization_id=organization_id))
 
     async def list_workflow_runs(
         self,
@@ -851,7 +1053,8 @@ class AsyncClient:
         max_rows: int = 50,
     ) -> list[WorkflowRunSummary]:
         """A page of runs, oldest first (pgrun.list_workflow_runs)."""
-        params: dict[str, Any] = dict(
-            status=status, organization_id=organization_id, after_id=after_id, max_rows=max_rows
+        return await self._run(
+            _list_workflow_runs(
+                status=status, organization_id=organization_id, after_id=after_id, max_rows=max_rows
+            )
         )
-        return await self._all(q.LIST_WORKFLOW_RUNS, params, WorkflowRunSummary)
