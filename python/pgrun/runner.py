@@ -72,7 +72,10 @@ async def run_loops(
         min_size=1,
         max_size=pool_size(config, len(loops)),
         kwargs={"autocommit": True},
-        check=AsyncConnectionPool.check_connection,
+        # No per-checkout check: it costs a round trip before every claim and flush (as much
+        # as the claim itself, measured with bench/peers). A connection the server dropped
+        # fails on use instead; every loop retries OperationalError with backoff and the pool
+        # discards the broken connection (tests_py/test_worker_processes.py restarts the server).
         timeout=10,
         open=False,
     )
