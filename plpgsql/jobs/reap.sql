@@ -40,6 +40,10 @@ SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_now timestamptz := pgrun.now();
+    v_ids uuid[];
+    v_outcomes text[];
+    v_run_ats timestamptz[];
+    v_workflow_finished uuid[];
 BEGIN
     IF reap_expired_leases.max_jobs IS NULL OR reap_expired_leases.max_jobs NOT BETWEEN 1 AND 10000 THEN
         RAISE EXCEPTION 'job.invalid_max_jobs' USING
@@ -59,7 +63,6 @@ BEGIN
     -- Jobs of schedules that forbid stale re-entry die instead of retrying (plpgsql/schedules/_reap.sql).
     PERFORM pgrun._schedule_forbid_reentry(v_now, reap_expired_leases.max_jobs);
 
-    RETURN QUERY
     WITH expired AS MATERIALIZED (
         SELECT
             j.id, j.job_type, j.queue, j.attempt, j.total_attempts, j.max_attempts,
@@ -111,7 +114,7 @@ BEGIN
             updated_at = v_now
         FROM decided AS d
         WHERE j.id = d.id
-        RETURNING j.id, d.new_status, d.retry_at
+        RETURNING j.id, d.new_status, d.retry_at, j.workflow_run_id
     ),
 
     attempts AS (
@@ -153,17 +156,26 @@ BEGIN
     )
 
     SELECT
-        r.id,
-        CASE r.new_status WHEN 'queued' THEN 'lease_expired' ELSE r.new_status END,
-        CASE WHEN r.new_status = 'queued' THEN r.retry_at END
-    FROM reaped AS r
-    ORDER BY r.id;
+        coalesce(array_agg(r.id ORDER BY r.id), '{}'),
+        coalesce(array_agg(
+            CASE r.new_status WHEN 'queued' THEN 'lease_expired' ELSE r.new_status END ORDER BY r.id
+        ), '{}'),
+        coalesce(array_agg(CASE WHEN r.new_status = 'queued' THEN r.retry_at END ORDER BY r.id), '{}'),
+        coalesce(array_agg(r.id ORDER BY r.id) FILTER (
+            WHERE r.new_status IN ('dead', 'cancelled') AND r.workflow_run_id IS NOT NULL
+        ), '{}')
+    INTO v_ids, v_outcomes, v_run_ats, v_workflow_finished
+    FROM reaped AS r;
 
-    -- Workflow steps of the jobs that just died or were cancelled (finished in this transaction).
-    PERFORM pgrun._workflow_jobs_finished(ARRAY(
-        SELECT j.id FROM pgrun.jobs AS j
-        WHERE j.finished_at = v_now AND j.workflow_run_id IS NOT NULL AND j.status IN ('dead', 'cancelled')
-    ));
+    -- Workflow steps of exactly the jobs this call ended (dead or cancelled).
+    IF cardinality(v_workflow_finished) > 0 THEN
+        PERFORM pgrun._workflow_jobs_finished(v_workflow_finished);
+    END IF;
+
+    RETURN QUERY
+    SELECT u.id, u.outcome, u.run_at
+    FROM unnest(v_ids, v_outcomes, v_run_ats) AS u (id, outcome, run_at)
+    ORDER BY u.id;
 END;
 $$;
 
