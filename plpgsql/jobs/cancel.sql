@@ -48,15 +48,7 @@ BEGIN
     FOR UPDATE OF j;
 
     IF NOT FOUND THEN
-        RAISE EXCEPTION 'job.not_found' USING
-            ERRCODE = 'RQ002',
-            DETAIL = format('no job %s%s', cancel_job.job_id, CASE
-                WHEN cancel_job.organization_id IS NOT NULL
-                    THEN format(' in organization %s', cancel_job.organization_id)
-                ELSE ''
-            END),
-            HINT = 'Check the job id (and the organization it belongs to); finished jobs are '
-                'removed by purge_finished_jobs after their retention period.';
+        PERFORM pgrun._raise_job_not_found(cancel_job.job_id, cancel_job.organization_id);
     END IF;
 
     IF v_job.status = 'queued' THEN

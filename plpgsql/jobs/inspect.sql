@@ -53,14 +53,7 @@ BEGIN
         AND (get_job.organization_id IS NULL OR j.organization_id = get_job.organization_id);
 
     IF v_job IS NULL THEN
-        RAISE EXCEPTION 'job.not_found' USING
-            ERRCODE = 'RQ002',
-            DETAIL = format(
-                'no job %s%s', coalesce(get_job.job_id::text, 'NULL'),
-                CASE WHEN get_job.organization_id IS NULL THEN ''
-                    ELSE format(' in organization %s', get_job.organization_id) END
-            ),
-            HINT = 'Check the id and the organization; purged jobs are gone for good.';
+        PERFORM pgrun._raise_job_not_found(get_job.job_id, get_job.organization_id);
     END IF;
     RETURN v_job;
 END;
