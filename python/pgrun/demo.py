@@ -82,7 +82,7 @@ async def cleanup(ctx: JobContext) -> Json:
     return {name: dep["status"] for name, dep in sorted(ctx.payload["dependencies"].items())}
 
 
-@app.periodic("*/2 * * * * *", job_type="demo.tick", name="demo.tick")  # six fields: seconds last
+@app.periodic("* * * * * */2", job_type="demo.tick", name="demo.tick")  # six fields: seconds last
 @app.job("demo.tick")
 async def tick(ctx: JobContext) -> Json:
     """A periodic job: the scheduler makes one job per plan time, whatever runs it."""
