@@ -150,41 +150,60 @@ def read_history(conn: psycopg.Connection[tuple[object, ...]]) -> dict[str, Appl
     }
 
 
-def find_problems(history: dict[str, AppliedMigration] | None, code: list[Migration]) -> list[str]:
+@dataclass(frozen=True)
+class Problem:
+    """One way the database differs from the code. ``blocking``: migrate must not proceed
+    (an edited released file, a database newer than the code); the rest migrate repairs."""
+
+    message: str
+    blocking: bool = False
+
+
+def find_problems(history: dict[str, AppliedMigration] | None, code: list[Migration]) -> list[Problem]:
     """Everything that makes the database differ from the code, one sentence each."""
     if history is None:
         return [
-            "pgrun is not installed in this database (no pgrun.schema_migrations table). "
-            "Run `pgrun migrate` (or `make migrate`)."
+            Problem(
+                "pgrun is not installed in this database (no pgrun.schema_migrations table). "
+                "Run `pgrun migrate` (or `make migrate`)."
+            )
         ]
-    problems: list[str] = []
+    problems: list[Problem] = []
     known = {m.version: m for m in code}
     newer = sorted(v for v in history if v not in known)
     if newer:
         names = ", ".join(f"{v}_{history[v].name}" for v in newer)
         problems.append(
-            f"the database has migrations this code does not know: {names}. The database is "
-            "newer than this code: deploy the pgrun version that wrote them (or a newer one)."
+            Problem(
+                f"the database has migrations this code does not know: {names}. The database is "
+                "newer than this code: deploy the pgrun version that wrote them (or a newer one).",
+                blocking=True,
+            )
         )
     for migration in code:
         applied = history.get(migration.version)
         if applied is None:
             if migration.kind == "versioned":
-                problems.append(f"migration {migration.label} is not applied. Run `pgrun migrate`.")
+                problems.append(Problem(f"migration {migration.label} is not applied. Run `pgrun migrate`."))
             else:
-                problems.append("the plpgsql functions are not installed. Run `pgrun migrate`.")
+                problems.append(Problem("the plpgsql functions are not installed. Run `pgrun migrate`."))
         elif applied.checksum != migration.checksum:
             if migration.kind == "versioned":
                 problems.append(
-                    f"migration {migration.label} changed after it was applied (database "
-                    f"checksum {applied.checksum[:12]}, code {migration.checksum[:12]}). Released "
-                    "migrations are immutable: restore the file and put the change in a new "
-                    "sql/NNNN_name.sql."
+                    Problem(
+                        f"migration {migration.label} changed after it was applied (database "
+                        f"checksum {applied.checksum[:12]}, code {migration.checksum[:12]}). Released "
+                        "migrations are immutable: restore the file and put the change in a new "
+                        "sql/NNNN_name.sql.",
+                        blocking=True,
+                    )
                 )
             else:
                 problems.append(
-                    "the plpgsql functions in the database differ from this code (checksum "
-                    f"{applied.checksum[:12]}, code {migration.checksum[:12]}). Run `pgrun migrate`."
+                    Problem(
+                        "the plpgsql functions in the database differ from this code (checksum "
+                        f"{applied.checksum[:12]}, code {migration.checksum[:12]}). Run `pgrun migrate`."
+                    )
                 )
     return problems
 
@@ -193,15 +212,7 @@ def check_schema(dsn: str) -> list[str]:
     """Read-only: the problems that stand between this database and this code."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.read_only = True
-        return find_problems(read_history(conn), all_migrations())
-
-
-def _blocking_problems(history: dict[str, AppliedMigration] | None, code: list[Migration]) -> list[str]:
-    """Problems migrate must not paper over: edited released files, a newer database."""
-    if history is None:
-        return []
-    problems = find_problems(history, code)
-    return [p for p in problems if "changed after it was applied" in p or "newer than this code" in p]
+        return [p.message for p in find_problems(read_history(conn), all_migrations())]
 
 
 def migrate(dsn: str, log: list[str] | None = None) -> list[str]:
@@ -213,15 +224,18 @@ def migrate(dsn: str, log: list[str] | None = None) -> list[str]:
         conn.execute("SELECT pg_advisory_lock(%s)", (ADVISORY_LOCK_KEY,))
         try:
             history = read_history(conn)
-            blocking = _blocking_problems(history, code)
+            blocking = [p.message for p in find_problems(history, code) if p.blocking]
             if blocking:
                 raise MigrationError("\n".join(blocking))
+            # The first migration creates the history table; every later one finds it.
+            history_exists = history is not None
+            recorded = history or {}
             for migration in code:
-                recorded = (history or {}).get(migration.version)
-                if recorded is not None and recorded.checksum == migration.checksum:
+                done = recorded.get(migration.version)
+                if done is not None and done.checksum == migration.checksum:
                     continue
-                _apply(conn, migration, history_exists=history is not None)
-                history = history if history is not None else {}
+                _apply(conn, migration, history_exists=history_exists)
+                history_exists = True
                 applied.append(migration.label)
                 if log is not None:
                     log.append(f"applied {migration.label}")
