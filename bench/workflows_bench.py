@@ -25,17 +25,9 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from jobs_bench import connect, server
+from jobs_bench import connect, reset, server
 from pgrun import migrate
 from pgrun.testing import scratch_database
-
-
-def reset(dsn: str) -> None:
-    with connect(dsn) as conn:
-        conn.execute(
-            "TRUNCATE pgrun.jobs, pgrun.job_attempts_finished, pgrun.job_events, pgrun.job_dead_letters, "
-            "pgrun.job_logs, pgrun.workflow_runs CASCADE"
-        )
 
 
 def layered_dag(steps: int, width: int = 10) -> dict[str, Any]:
