@@ -140,7 +140,7 @@ BEGIN
     -- 4. The claim.
     RETURN QUERY
     WITH candidates AS (
-        SELECT j.id, j.job_type, j.priority, j.run_at
+        SELECT j.ctid AS tid, j.job_type, j.priority, j.run_at, j.id
         FROM pgrun.jobs AS j
         WHERE j.status = 'queued'
           AND j.run_at <= v_now
@@ -152,19 +152,28 @@ BEGIN
         FOR UPDATE OF j SKIP LOCKED
     ),
 
+    -- Without a capped type in play every candidate is taken; the one-time filters keep
+    -- the per-type ranking out of that common case.
     picked AS (
-        SELECT ranked.id
+        SELECT c.tid
+        FROM candidates AS c
+        WHERE cardinality(v_room_types) = 0
+        UNION ALL
+        SELECT ranked.tid
         FROM (
             SELECT
-                c.id,
+                c.tid,
                 c.job_type,
                 row_number() OVER (PARTITION BY c.job_type ORDER BY c.priority, c.run_at, c.id) AS n
             FROM candidates AS c
+            WHERE cardinality(v_room_types) > 0
         ) AS ranked
         LEFT JOIN unnest(v_room_types, v_rooms) AS r (job_type, room) ON r.job_type = ranked.job_type
         WHERE r.room IS NULL OR ranked.n <= r.room
     ),
 
+    -- The rows are found again by their tuple id (a TID scan, no index descent per job):
+    -- they are locked by this statement, so no other transaction can have moved them.
     claimed AS (
         UPDATE pgrun.jobs AS j
         SET status = 'running',
@@ -176,8 +185,12 @@ BEGIN
             total_attempts = j.total_attempts + 1,
             started_at = v_now,
             updated_at = v_now
-        WHERE j.id = ANY(ARRAY(SELECT p.id FROM picked AS p))
-        RETURNING j.*
+        WHERE j.ctid = ANY(ARRAY(SELECT p.tid FROM picked AS p))
+          AND j.status = 'queued'
+        RETURNING
+            j.id, j.job_type, j.queue, j.priority, j.payload, j.attempt, j.max_attempts, j.lease_token,
+            j.lease_expires_at, j.timeout_seconds, j.step, j.state, j.progress, j.organization_id,
+            j.workflow_run_id, j.workflow_step_key, j.run_at, j.total_attempts, j.worker_id
     ),
 
     events AS (

@@ -59,7 +59,7 @@ BEGIN
 
     owned AS MATERIALIZED (
         SELECT
-            j.id, j.total_attempts, j.step, j.worker_id, j.lease_token, j.started_at,
+            j.ctid AS tid, j.id, j.total_attempts, j.step, j.worker_id, j.lease_token, j.started_at,
             j.cancel_requested_at, j.cancel_reason, i.result, i.ord
         FROM input AS i
         JOIN pgrun.jobs AS j ON j.id = i.id
@@ -79,7 +79,8 @@ BEGIN
             finished_at = v_now,
             updated_at = v_now
         FROM owned AS o
-        WHERE j.id = o.id
+        WHERE j.ctid = o.tid
+          AND j.id = o.id
         RETURNING
             j.id, j.status, j.workflow_run_id, o.total_attempts, o.step, o.worker_id, o.lease_token,
             o.started_at, o.cancel_reason, o.ord
