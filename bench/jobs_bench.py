@@ -59,7 +59,7 @@ def reset(dsn: str) -> None:
     """Empty every job and workflow table (both benchmarks start each measure from here)."""
     with connect(dsn) as conn:
         conn.execute(
-            "TRUNCATE pgrun.jobs, pgrun.job_attempts_finished, pgrun.job_events, "
+            "TRUNCATE pgrun.jobs, pgrun.job_events, "
             "pgrun.job_dead_letters, pgrun.job_logs, pgrun.workflow_runs CASCADE"
         )
 

@@ -6,8 +6,8 @@
 -- lease that ends lease_seconds from now, the worker's id, attempt + 1 and
 -- total_attempts + 1, and one 'claimed' job_events row is written with it. The running
 -- attempt (number total_attempts, the claim's number over the job's life) lives in the
--- jobs row itself; job_attempts shows it, and the write that ends the attempt stores it
--- in job_attempts_finished (one insert per attempt instead of an insert plus an update).
+-- jobs row itself; job_attempts shows it, and the write that ends the attempt records it on
+-- the event it writes anyway (outcome, step, lease token, start): no attempt row of its own.
 --
 -- Paused job types are not claimed. A job type with max_concurrency never has more
 -- running jobs than the cap, however many claimers run at once:

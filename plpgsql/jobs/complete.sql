@@ -3,8 +3,8 @@
 -- complete_jobs(job_ids, lease_tokens, results) finishes a batch in one statement. For
 -- each job whose lease is still owned (same token, status running, lease_expires_at >
 -- pgrun.now()) the job becomes 'succeeded' with its result, finished_at is set, the lease
--- is cleared, its attempt is stored with outcome 'succeeded' and one 'succeeded' event is
--- written. A job with a pending cancel request ends 'cancelled' instead (attempt outcome
+-- is cleared and one 'succeeded' event is written, which also records the attempt (outcome
+-- 'succeeded', step, lease token, start; job_attempts reads it). A job with a pending cancel request ends 'cancelled' instead (attempt outcome
 -- 'cancelled', event 'cancelled', the result is dropped): the cancel wins.
 --
 -- A lost lease in a batch is REPORTED, not raised: its row says outcome 'lease_lost' and
@@ -12,7 +12,9 @@
 -- written for that job; the rest of the batch is committed. One stale job never fails the
 -- others. complete_job is the one-job form and raises job.lease_lost instead.
 --
--- Locks: the batch's owned job rows, in id order (FOR UPDATE).
+-- Locks: the batch's owned job rows, in id order (FOR UPDATE). The UPDATE then finds each
+-- locked row by its tuple id (no second index descent per job); a row this transaction
+-- holds locked cannot have been moved by anyone else.
 --
 -- Workflows: when a job that finished here belongs to a workflow run, the workflow hook
 -- (pgrun._workflow_jobs_finished) settles its step in the same transaction. The hook is
@@ -86,20 +88,15 @@ BEGIN
             o.started_at, o.cancel_reason, o.ord
     ),
 
-    attempts AS (
-        INSERT INTO pgrun.job_attempts_finished (
-            job_id, attempt, step, worker_id, lease_token, started_at, finished_at, outcome
-        )
-        SELECT f.id, f.total_attempts, f.step, f.worker_id, f.lease_token, f.started_at, v_now, f.status
-        FROM finished AS f
-    ),
-
     events AS (
-        INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, worker_id, detail, created_at)
+        INSERT INTO pgrun.job_events (
+            job_id, event, from_status, to_status, attempt, worker_id, detail, created_at,
+            outcome, step, lease_token, started_at
+        )
         SELECT
             f.id, f.status, 'running', f.status, f.total_attempts, f.worker_id,
             CASE WHEN f.status = 'cancelled' THEN jsonb_build_object('reason', f.cancel_reason) END,
-            v_now
+            v_now, f.status, f.step, f.lease_token, f.started_at
         FROM finished AS f
     )
 

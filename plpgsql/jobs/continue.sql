@@ -14,8 +14,8 @@
 -- The lease is checked like every lifecycle write: same token, status running,
 -- lease_expires_at > pgrun.now(); otherwise job.lease_lost and nothing is written.
 --
--- Locks: the job row (FOR UPDATE). The finished attempt is stored in
--- job_attempts_finished; a job cancelled here that belongs to a workflow run has its step
+-- Locks: the job row (FOR UPDATE). The finished attempt is recorded on the 'continued' (or
+-- 'cancelled') event; a job cancelled here that belongs to a workflow run has its step
 -- settled by pgrun._workflow_jobs_finished.
 --
 -- Errors: job.lease_lost (RQ004); job.invalid_argument (NULL job_id or lease_token),
@@ -92,18 +92,11 @@ BEGIN
             o.worker_id, o.step, o.lease_token, o.started_at
     ),
 
-    attempts AS (
-        INSERT INTO pgrun.job_attempts_finished (
-            job_id, attempt, step, worker_id, lease_token, started_at, finished_at, outcome
-        )
-        SELECT
-            c.id, c.total_attempts, c.step, c.worker_id, c.lease_token, c.started_at, v_now,
-            CASE WHEN c.status = 'queued' THEN 'continued' ELSE 'cancelled' END
-        FROM continued AS c
-    ),
-
     events AS (
-        INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, worker_id, detail, created_at)
+        INSERT INTO pgrun.job_events (
+            job_id, event, from_status, to_status, attempt, worker_id, detail, created_at,
+            outcome, step, lease_token, started_at
+        )
         SELECT
             c.id,
             CASE WHEN c.status = 'queued' THEN 'continued' ELSE 'cancelled' END,
@@ -116,7 +109,11 @@ BEGIN
                     THEN jsonb_build_object('from_step', c.step, 'step', continue_job.next_step, 'run_at', c.run_at)
                 ELSE jsonb_build_object('reason', c.cancel_reason, 'step', continue_job.next_step)
             END,
-            v_now
+            v_now,
+            CASE WHEN c.status = 'queued' THEN 'continued' ELSE 'cancelled' END,
+            c.step,
+            c.lease_token,
+            c.started_at
         FROM continued AS c
     )
 

@@ -135,26 +135,11 @@ BEGIN
         RETURNING j.id, d.new_status, d.retry_at, j.workflow_run_id, d.ord
     ),
 
-    attempts AS (
-        INSERT INTO pgrun.job_attempts_finished (
-            job_id, attempt, step, worker_id, lease_token, started_at, finished_at, outcome,
-            error_code, error_message
-        )
-        SELECT
-            d.id, d.total_attempts, d.step, d.worker_id, d.lease_token, d.started_at, v_now,
-            CASE
-                WHEN d.new_status = 'cancelled' THEN 'cancelled'
-                WHEN d.error_code = 'timeout' THEN 'timed_out'
-                WHEN d.error_code = 'crashed' THEN 'crashed'
-                ELSE 'failed'
-            END,
-            d.error_code,
-            d.message
-        FROM decided AS d
-    ),
-
     events AS (
-        INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, worker_id, detail, created_at)
+        INSERT INTO pgrun.job_events (
+            job_id, event, from_status, to_status, attempt, worker_id, detail, created_at,
+            outcome, step, lease_token, started_at, error_code, error_message
+        )
         SELECT
             d.id,
             CASE d.new_status WHEN 'queued' THEN 'retry_scheduled' ELSE d.new_status END,
@@ -167,7 +152,18 @@ BEGIN
                 WHEN 'dead' THEN jsonb_build_object('error_code', d.error_code, 'reason', d.dead_reason)
                 ELSE jsonb_build_object('error_code', d.error_code, 'reason', d.cancel_reason)
             END,
-            v_now
+            v_now,
+            CASE
+                WHEN d.new_status = 'cancelled' THEN 'cancelled'
+                WHEN d.error_code = 'timeout' THEN 'timed_out'
+                WHEN d.error_code = 'crashed' THEN 'crashed'
+                ELSE 'failed'
+            END,
+            d.step,
+            d.lease_token,
+            d.started_at,
+            d.error_code,
+            d.message
         FROM decided AS d
     ),
 

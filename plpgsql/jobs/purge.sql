@@ -2,7 +2,7 @@
 --
 -- Jobs with status succeeded, dead or cancelled whose finished_at is older than
 -- pgrun.now() - older_than are deleted, oldest first, at most max_jobs per call, together
--- with their job_attempts, job_events, job_logs and job_dead_letters rows (the history
+-- with their job_events (the finished attempts among them), job_logs and job_dead_letters rows (the history
 -- tables carry no foreign keys, so this function is what keeps them consistent). Queued
 -- and running jobs are never touched, however old. With organization_id given, only that
 -- organization's jobs are purged. A purged job's idempotency key is free again.
@@ -72,12 +72,6 @@ BEGIN
           AND j.status IN ('succeeded', 'dead', 'cancelled')
         ORDER BY j.id
         FOR UPDATE OF j SKIP LOCKED
-    ),
-
-    attempts AS (
-        DELETE FROM pgrun.job_attempts_finished AS a
-        USING doomed AS d
-        WHERE a.job_id = d.id
     ),
 
     events AS (

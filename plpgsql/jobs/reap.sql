@@ -15,7 +15,7 @@
 --
 -- Locks: the chosen job rows in id order, FOR UPDATE SKIP LOCKED (a job a worker or
 -- another reaper is writing right now is left for the next pass; the reaper never waits),
--- and their attempts are stored. Candidates come from jobs_lease_idx in expiry order, so the
+-- and each one's event records the attempt (outcome 'lease_expired'). Candidates come from jobs_lease_idx in expiry order, so the
 -- cost follows the number of expired leases, not the size of the table.
 --
 -- Errors: job.invalid_max_jobs (outside 1..10000), job.invalid_delay (negative
@@ -117,19 +117,11 @@ BEGIN
         RETURNING j.id, d.new_status, d.retry_at, j.workflow_run_id
     ),
 
-    attempts AS (
-        INSERT INTO pgrun.job_attempts_finished (
-            job_id, attempt, step, worker_id, lease_token, started_at, finished_at, outcome,
-            error_code, error_message
-        )
-        SELECT
-            d.id, d.total_attempts, d.step, d.worker_id, d.lease_token, d.started_at, v_now,
-            'lease_expired', 'lease_expired', d.message
-        FROM decided AS d
-    ),
-
     events AS (
-        INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, worker_id, detail, created_at)
+        INSERT INTO pgrun.job_events (
+            job_id, event, from_status, to_status, attempt, worker_id, detail, created_at,
+            outcome, step, lease_token, started_at, error_code, error_message
+        )
         SELECT
             d.id,
             CASE d.new_status WHEN 'queued' THEN 'lease_expired' ELSE d.new_status END,
@@ -142,7 +134,13 @@ BEGIN
                 WHEN 'dead' THEN jsonb_build_object('lease_expires_at', d.lease_expires_at, 'reason', d.dead_reason)
                 ELSE jsonb_build_object('lease_expires_at', d.lease_expires_at, 'reason', d.cancel_reason)
             END,
-            v_now
+            v_now,
+            'lease_expired',
+            d.step,
+            d.lease_token,
+            d.started_at,
+            'lease_expired',
+            d.message
         FROM decided AS d
     ),
 
