@@ -295,3 +295,197 @@ def test_the_function_tree_may_rename_parameters_change_results_and_drop_functio
         # Functions that table definitions use survive the sweep.
         assert conn.execute("SELECT to_regprocedure('pgrun.uuidv7()') IS NOT NULL").fetchone() == (True,)
     assert run_cli(["check-schema"], db, cli_env).returncode == 0
+
+
+# The commit before migration 0005: sql/ holds 0001-0004 and plpgsql/ still writes
+# finished attempts to pgrun.job_attempts_finished.
+BEFORE_0005 = "743fe9a"
+ATTEMPTS_SNAPSHOT = "SELECT * FROM pgrun.job_attempts ORDER BY job_id, attempt"
+
+
+def _tree_at(commit: str, dest: Path) -> Path:
+    """sql/ and plpgsql/ as they were at `commit`, extracted into dest."""
+    dest.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", commit, "sql", "plpgsql"], capture_output=True, check=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest
+
+
+def _migrate_before_0005(dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    old = _tree_at(BEFORE_0005, tmp_path / "before_0005")
+    assert sorted(p.name for p in (old / "sql").glob("*.sql")) == [
+        "0001_foundation.sql",
+        "0002_jobs.sql",
+        "0003_workflows.sql",
+        "0004_schedules.sql",
+    ]
+    monkeypatch.setenv("PGRUN_SCHEMA_DIR", str(old))
+    assert migrate.migrate(dsn) == [
+        "0001_foundation",
+        "0002_jobs",
+        "0003_workflows",
+        "0004_schedules",
+        "plpgsql",
+    ]
+
+
+def _old_history(dsn: str) -> dict[str, object]:
+    """Job history written by the functions before 0005, one job per way an attempt ends
+    (and one still running); returns the job ids by name."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+
+        def at(ts: str) -> None:
+            conn.execute("SELECT set_config('pgrun.fake_now', %s, false)", (ts,))
+
+        def claim(name: str, lease_seconds: int = 30) -> object:
+            row = conn.execute(
+                "SELECT job_id, lease_token FROM pgrun.claim_jobs('worker-1', %s, 1, NULL, %s)",
+                (lease_seconds, [f"mig.{name}"]),
+            ).fetchone()
+            assert row is not None and row[0] == jobs[name], name
+            return row[1]
+
+        at("2030-01-01 00:00:00+00")
+        jobs: dict[str, object] = {}
+        for name in ("complete", "retry", "timeout", "continue", "expire", "cancel", "running"):
+            row = conn.execute(
+                "SELECT job_id FROM pgrun.enqueue_job(%s, max_attempts => %s)",
+                (f"mig.{name}", 1 if name == "timeout" else 3),
+            ).fetchone()
+            assert row is not None
+            jobs[name] = row[0]
+
+        at("2030-01-01 00:00:01+00")
+        tokens = {name: claim(name, 86400 if name == "running" else 30) for name in jobs}
+
+        at("2030-01-01 00:00:05+00")
+        assert conn.execute(
+            "SELECT pgrun.complete_job(%s, %s, '{\"ok\": true}')", (jobs["complete"], tokens["complete"])
+        ).fetchone() == ("succeeded",)
+        assert conn.execute(
+            "SELECT outcome FROM pgrun.fail_job(%s, %s, 'http_500', 'boom', retry_delay => '10 seconds')",
+            (jobs["retry"], tokens["retry"]),
+        ).fetchone() == ("retry_scheduled",)
+        assert conn.execute(
+            "SELECT outcome FROM pgrun.fail_job(%s, %s, 'timeout', 'too slow')",
+            (jobs["timeout"], tokens["timeout"]),
+        ).fetchone() == ("dead",)
+        assert conn.execute(
+            "SELECT outcome FROM pgrun.continue_job(%s, %s, 'second', '{\"n\": 1}')",
+            (jobs["continue"], tokens["continue"]),
+        ).fetchone() == ("continued",)
+        # A cancel request is a 'cancel_requested' event out of running for the same attempt:
+        # the migration must skip it and move the attempt onto the 'cancelled' event.
+        assert conn.execute("SELECT pgrun.cancel_job(%s, 'stop')", (jobs["cancel"],)).fetchone() == (
+            "cancel_requested",
+        )
+        assert conn.execute(
+            "SELECT pgrun.complete_job(%s, %s)", (jobs["cancel"], tokens["cancel"])
+        ).fetchone() == ("cancelled",)
+
+        at("2030-01-01 00:01:00+00")
+        reaped = conn.execute("SELECT job_id, outcome FROM pgrun.reap_expired_leases()").fetchall()
+        assert reaped == [(jobs["expire"], "lease_expired")]
+
+        # The retried job's second attempt succeeds; the continued job's second step crashes.
+        second = claim("retry")
+        assert conn.execute("SELECT pgrun.complete_job(%s, %s)", (jobs["retry"], second)).fetchone() == (
+            "succeeded",
+        )
+        step_two = claim("continue")
+        assert conn.execute(
+            "SELECT outcome FROM pgrun.fail_job(%s, %s, 'crashed', 'worker died')",
+            (jobs["continue"], step_two),
+        ).fetchone() == ("retry_scheduled",)
+
+        outcomes = conn.execute("SELECT job_id, attempt, step, outcome, error_code FROM pgrun.job_attempts")
+        assert sorted(outcomes.fetchall(), key=str) == sorted(
+            [
+                (jobs["complete"], 1, None, "succeeded", None),
+                (jobs["retry"], 1, None, "failed", "http_500"),
+                (jobs["retry"], 2, None, "succeeded", None),
+                (jobs["timeout"], 1, None, "timed_out", "timeout"),
+                (jobs["continue"], 1, None, "continued", None),
+                (jobs["continue"], 2, "second", "crashed", "crashed"),
+                (jobs["expire"], 1, None, "lease_expired", "lease_expired"),
+                (jobs["cancel"], 1, None, "cancelled", None),
+                (jobs["running"], 1, None, None, None),
+            ],
+            key=str,
+        )
+        assert conn.execute("SELECT count(*) FROM pgrun.job_attempts_finished").fetchone() == (8,)
+    return jobs
+
+
+def _attempts_snapshot(dsn: str) -> tuple[list[str], list[tuple[object, ...]]]:
+    with psycopg.connect(dsn) as conn:
+        cur = conn.execute(ATTEMPTS_SNAPSHOT)
+        assert cur.description is not None
+        return [c.name for c in cur.description], cur.fetchall()
+
+
+def test_0005_moves_attempts_written_by_the_old_functions_onto_their_events(
+    empty_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _migrate_before_0005(empty_db, tmp_path, monkeypatch)
+    jobs = _old_history(empty_db)
+    before = _attempts_snapshot(empty_db)
+
+    monkeypatch.setenv("PGRUN_SCHEMA_DIR", str(REPO))
+    assert migrate.migrate(empty_db) == ["0005_job_hot_path", "plpgsql"]
+
+    assert _attempts_snapshot(empty_db) == before, "job_attempts must read the same after 0005"
+    with psycopg.connect(empty_db) as conn:
+        assert conn.execute("SELECT to_regclass('pgrun.job_attempts_finished')").fetchone() == (None,)
+        # Each finished attempt sits on exactly one event, the one out of running.
+        assert conn.execute(
+            "SELECT count(*), count(*) FILTER (WHERE from_status = 'running' AND event <> 'cancel_requested')"
+            " FROM pgrun.job_events WHERE outcome IS NOT NULL"
+        ).fetchone() == (8, 8)
+        conn.execute("SELECT set_config('pgrun.fake_now', '2030-01-01 00:02:00+00', false)")
+        metrics = {
+            row[0]: row[1:]
+            for row in conn.execute(
+                "SELECT job_type, succeeded, dead, crashed, lease_expired FROM pgrun.job_metrics"
+            ).fetchall()
+        }
+    assert metrics["mig.expire"] == (0, 0, 0, 1), "the reaped attempt is counted from its event"
+    assert metrics["mig.timeout"] == (0, 1, 0, 0)
+    assert metrics["mig.continue"] == (0, 0, 1, 0), "the crashed attempt is counted from its event"
+    assert set(metrics) == {f"mig.{name}" for name in jobs}
+
+    history_after = history(empty_db)
+    assert migrate.migrate(empty_db) == []
+    assert history(empty_db) == history_after
+    assert migrate.check_schema(empty_db) == []
+
+
+def test_0005_refuses_an_attempt_without_its_event_and_changes_nothing(
+    empty_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _migrate_before_0005(empty_db, tmp_path, monkeypatch)
+    jobs = _old_history(empty_db)
+    with psycopg.connect(empty_db) as conn:
+        deleted = conn.execute(
+            "DELETE FROM pgrun.job_events WHERE job_id = %s AND event = 'succeeded'", (jobs["complete"],)
+        )
+        assert deleted.rowcount == 1
+    attempts = _attempts_snapshot(empty_db)
+    recorded = history(empty_db)
+    schema = _schema_dump(empty_db)
+
+    monkeypatch.setenv("PGRUN_SCHEMA_DIR", str(REPO))
+    with pytest.raises(
+        migrate.MigrationError,
+        match=r"0005_job_hot_path failed: migration 0005: 8 finished attempts but 7 matching events",
+    ):
+        migrate.migrate(empty_db)
+
+    assert history(empty_db) == recorded, "no 0005 row, and the old function tree stays recorded"
+    assert "0005" not in [v for v, _, _ in history(empty_db)]
+    assert _schema_dump(empty_db) == schema, "the columns, constraint, views and table are as before"
+    assert _attempts_snapshot(empty_db) == attempts
+    with psycopg.connect(empty_db) as conn:
+        assert conn.execute("SELECT count(*) FROM pgrun.job_attempts_finished").fetchone() == (8,)
