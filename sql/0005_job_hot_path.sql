@@ -27,10 +27,13 @@ ALTER TABLE pgrun.job_events ADD CONSTRAINT job_events_attempt_check CHECK (
     -- succeeded: complete_job; failed: fail_job; timed_out: fail_job with error code
     -- 'timeout'; crashed: fail_job with error code 'crashed'; lease_expired: the reaper;
     -- cancelled: the write after a cancel request; continued: continue_job
-    (outcome IS NULL AND started_at IS NULL AND lease_token IS NULL)
+    (
+        outcome IS NULL AND step IS NULL AND lease_token IS NULL AND started_at IS NULL
+        AND error_code IS NULL AND error_message IS NULL
+    )
     OR (
         outcome IN ('succeeded', 'failed', 'timed_out', 'crashed', 'lease_expired', 'cancelled', 'continued')
-        AND from_status = 'running'
+        AND coalesce(from_status = 'running', false)
         AND event <> 'cancel_requested'
         AND started_at IS NOT NULL
         AND lease_token IS NOT NULL
@@ -48,6 +51,22 @@ DECLARE
     v_attempts bigint;
     v_moved bigint;
 BEGIN
+    -- Each attempt must have exactly one event that ended it, or nothing is changed.
+    SELECT count(*) INTO v_attempts
+    FROM pgrun.job_attempts_finished AS a
+    WHERE (
+        SELECT count(*)
+        FROM pgrun.job_events AS e
+        WHERE e.job_id = a.job_id
+          AND e.attempt = a.attempt
+          AND e.from_status = 'running'
+          AND e.event <> 'cancel_requested'
+    ) <> 1;
+    IF v_attempts > 0 THEN
+        RAISE EXCEPTION 'migration 0005: % finished attempts without exactly one event that ended them', v_attempts
+        USING HINT = 'Nothing was changed. Inspect pgrun.job_attempts_finished against pgrun.job_events.';
+    END IF;
+
     SELECT count(*) INTO v_attempts FROM pgrun.job_attempts_finished;
 
     UPDATE pgrun.job_events AS e

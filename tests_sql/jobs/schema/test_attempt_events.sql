@@ -3,7 +3,7 @@
 -- cancel_requested, and only with the attempt's start and lease token; the lifecycle writes
 -- put the attempt on exactly that event. jobs keeps room on its pages (fillfactor 50).
 BEGIN;
-SELECT plan(16);
+SELECT plan(18);
 
 -- SETUP
 SELECT pgrun_test.freeze_time('2030-01-01 00:00:00+00');
@@ -34,6 +34,16 @@ SELECT throws_ok(
     format($$INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, worker_id, outcome, started_at, lease_token)
         VALUES (%L, 'succeeded', 'running', 'succeeded', 1, 'worker-1', 'finished', pgrun.now(), gen_random_uuid())$$, :'queued'),
     '23514', NULL, 'the outcome is one of the documented values'
+);
+SELECT throws_ok(
+    format($$INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, worker_id, outcome, started_at, lease_token)
+        VALUES (%L, 'enqueued', NULL, 'queued', 0, 'worker-1', 'succeeded', pgrun.now(), gen_random_uuid())$$, :'queued'),
+    '23514', NULL, 'an event without a from_status (enqueued) cannot carry an outcome'
+);
+SELECT throws_ok(
+    format($$INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, worker_id, error_code)
+        VALUES (%L, 'claimed', 'queued', 'running', 1, 'worker-1', 'boom')$$, :'queued'),
+    '23514', NULL, 'the attempt columns (here error_code) stay NULL on an event that ends no attempt'
 );
 SELECT lives_ok(
     format($$INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, worker_id, outcome, started_at, lease_token)
