@@ -33,7 +33,7 @@ ALTER TABLE pgrun.job_events ADD CONSTRAINT job_events_attempt_check CHECK (
     )
     OR (
         outcome IN ('succeeded', 'failed', 'timed_out', 'crashed', 'lease_expired', 'cancelled', 'continued')
-        AND coalesce(from_status = 'running', false)
+        AND coalesce(from_status = 'running', FALSE)
         AND event <> 'cancel_requested'
         AND started_at IS NOT NULL
         AND lease_token IS NOT NULL

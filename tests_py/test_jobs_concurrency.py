@@ -215,3 +215,63 @@ def test_bulk_enqueue_notifies_once_per_queue_per_statement(db: str) -> None:
         producer.execute("SELECT * FROM pgrun.enqueue_job(job_type => 'c.job', queue => 'alpha')")
         payloads = [n.payload for n in listener.notifies(timeout=1.0)]
     assert sorted(payloads) == ["alpha", "alpha", "beta"]
+
+
+def _wait_until_blocked(conn: psycopg.Connection[tuple[Any, ...]], pid: int, timeout: float = 10.0) -> None:
+    """Return once backend `pid` waits on a lock (seen in pg_stat_activity)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        row = conn.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()
+        if row and row[0] == "Lock":
+            return
+        time.sleep(0.01)
+    pytest.fail(f"backend {pid} never waited on a lock")
+
+
+@pytest.mark.parametrize(
+    ("racer", "expected"),
+    [
+        (
+            "SELECT count(*) FROM pgrun.heartbeat_jobs("
+            "'w', 60, ARRAY[%(job)s]::uuid[], ARRAY[%(token)s]::uuid[])",
+            "succeeded",
+        ),
+        ("SELECT pgrun.report_progress(%(job)s, %(token)s, '{\"pct\": 50}')", "succeeded"),
+        ("SELECT pgrun.cancel_job(%(job)s, reason => 'operator')", "cancelled"),
+    ],
+    ids=["heartbeat", "progress", "cancel"],
+)
+def test_a_completion_that_waits_for_another_write_to_its_job_sees_that_write(
+    db: str, racer: str, expected: str
+) -> None:
+    """The worker's heartbeat, a progress report or an operator's cancel may hold the job's row
+    when the completion arrives: the completion waits, then completes the row as it is now
+    (the heartbeat made a new row version; the cancel request decides the outcome), and never
+    reports a lease it still owns as lost."""
+    bulk_enqueue(db, 1, job_type="race.one")
+    with connect(db) as setup, connect(db) as other, connect(db) as completer:
+        lease = setup.execute(
+            "SELECT job_id, lease_token FROM pgrun.claim_jobs(worker_id => 'w', lease_seconds => 60)"
+        ).fetchone()
+        assert lease is not None
+        other.execute("BEGIN")
+        other.execute(racer, {"job": lease[0], "token": lease[1]})
+        outcome: dict[str, Any] = {}
+
+        def complete() -> None:
+            outcome["rows"] = completer.execute(
+                "SELECT outcome, lost_reason FROM pgrun.complete_jobs(ARRAY[%s]::uuid[], ARRAY[%s]::uuid[])",
+                lease,
+            ).fetchall()
+
+        thread = threading.Thread(target=complete)
+        thread.start()
+        _wait_until_blocked(setup, completer.info.backend_pid)
+        assert "rows" not in outcome, "the completion did not wait for the other write"
+        other.execute("COMMIT")
+        thread.join(30)
+        assert not thread.is_alive()
+
+        assert outcome["rows"] == [(expected, None)]
+        status = setup.execute("SELECT status FROM pgrun.jobs WHERE id = %s", (lease[0],)).fetchone()
+        assert status == (expected,)

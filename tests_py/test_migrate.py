@@ -479,7 +479,7 @@ def test_0005_refuses_an_attempt_without_its_event_and_changes_nothing(
     monkeypatch.setenv("PGRUN_SCHEMA_DIR", str(REPO))
     with pytest.raises(
         migrate.MigrationError,
-        match=r"0005_job_hot_path failed: migration 0005: 1 finished attempts without exactly one event that ended them",
+        match=r"0005_job_hot_path failed: migration 0005: 1 finished attempts without exactly one event",
     ):
         migrate.migrate(empty_db)
 

@@ -12,9 +12,12 @@
 -- written for that job; the rest of the batch is committed. One stale job never fails the
 -- others. complete_job is the one-job form and raises job.lease_lost instead.
 --
--- Locks: the batch's owned job rows, in id order (FOR UPDATE). The UPDATE then finds each
--- locked row by its tuple id (no second index descent per job); a row this transaction
--- holds locked cannot have been moved by anyone else.
+-- Locks: the batch's owned job rows, in id order (FOR UPDATE), in a statement of their own;
+-- the completion statement after it (a fresh snapshot, which sees each locked row's newest
+-- version) finds each row again by its tuple id: no second index descent per job, and a row
+-- this transaction holds cannot have been moved by anyone else. A write to the job that
+-- committed while the lock waited (heartbeat, progress, cancel request) is seen, never
+-- mistaken for a lost lease (tests_py/test_jobs_concurrency.py).
 --
 -- Workflows: when a job that finished here belongs to a workflow run, the workflow hook
 -- (pgrun._workflow_jobs_finished) settles its step in the same transaction. The hook is
@@ -44,6 +47,8 @@ SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_now timestamptz := pgrun.now();
+    v_tids tid[];
+    v_ords bigint[];
     v_ids uuid[];
     v_outcomes text[];
     v_lost_reasons text[];
@@ -53,22 +58,36 @@ BEGIN
         complete_jobs.job_ids, complete_jobs.lease_tokens, ARRAY[cardinality(complete_jobs.results)]
     );
 
-    WITH input AS (
-        SELECT i.id, i.token, i.result, i.ord
-        FROM unnest(complete_jobs.job_ids, complete_jobs.lease_tokens, complete_jobs.results)
-            WITH ORDINALITY AS i (id, token, result, ord)
-    ),
-
-    owned AS MATERIALIZED (
-        SELECT
-            j.ctid AS tid, j.id, j.total_attempts, j.step, j.worker_id, j.lease_token, j.started_at,
-            j.cancel_requested_at, j.cancel_reason, i.result, i.ord
-        FROM input AS i
+    -- 1. Lock the jobs whose lease the caller owns, in id order, and note where each row is
+    --    and its place in the input. A job another session is writing at this instant (its
+    --    heartbeat, a progress report, a cancel request) is waited for; the row locked is
+    --    then its newest version, checked again against the lease.
+    SELECT array_agg(o.tid ORDER BY o.id), array_agg(o.ord ORDER BY o.id)
+    INTO v_tids, v_ords
+    FROM (
+        SELECT j.ctid AS tid, j.id, i.ord
+        FROM unnest(complete_jobs.job_ids, complete_jobs.lease_tokens) WITH ORDINALITY AS i (id, token, ord)
         JOIN pgrun.jobs AS j ON j.id = i.id
         WHERE j.lease_token = i.token
           AND j.lease_expires_at > v_now
         ORDER BY j.id
         FOR UPDATE OF j
+    ) AS o;
+
+    -- 2. A new statement, hence a new snapshot: every row locked above is visible as it is
+    --    now (a version committed while we waited included), and is found again by its tuple
+    --    id instead of a second index descent per job. Nobody else can move a row we hold.
+    WITH input AS (
+        SELECT i.id, i.token, i.ord
+        FROM unnest(complete_jobs.job_ids, complete_jobs.lease_tokens) WITH ORDINALITY AS i (id, token, ord)
+    ),
+
+    owned AS MATERIALIZED (
+        SELECT
+            j.ctid AS tid, j.id, j.total_attempts, j.step, j.worker_id, j.lease_token, j.started_at,
+            j.cancel_requested_at, j.cancel_reason, complete_jobs.results[l.ord] AS result, l.ord
+        FROM unnest(v_tids, v_ords) AS l (tid, ord)
+        JOIN pgrun.jobs AS j ON j.ctid = l.tid
     ),
 
     finished AS (
