@@ -217,17 +217,6 @@ def test_bulk_enqueue_notifies_once_per_queue_per_statement(db: str) -> None:
     assert sorted(payloads) == ["alpha", "alpha", "beta"]
 
 
-def _wait_until_blocked(conn: psycopg.Connection[tuple[Any, ...]], pid: int, timeout: float = 10.0) -> None:
-    """Return once backend `pid` waits on a lock (seen in pg_stat_activity)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        row = conn.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()
-        if row and row[0] == "Lock":
-            return
-        time.sleep(0.01)
-    pytest.fail(f"backend {pid} never waited on a lock")
-
-
 @pytest.mark.parametrize(
     ("racer", "expected"),
     [
@@ -266,7 +255,7 @@ def test_a_completion_that_waits_for_another_write_to_its_job_sees_that_write(
 
         thread = threading.Thread(target=complete)
         thread.start()
-        _wait_until_blocked(setup, completer.info.backend_pid)
+        wait_until_blocked(setup, completer.info.backend_pid)
         assert "rows" not in outcome, "the completion did not wait for the other write"
         other.execute("COMMIT")
         thread.join(30)
