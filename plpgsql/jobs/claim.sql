@@ -173,7 +173,11 @@ BEGIN
     ),
 
     -- The rows are found again by their tuple id (a TID scan, no index descent per job):
-    -- they are locked by this statement, so no other transaction can have moved them.
+    -- they are locked by this statement, so no other transaction can have moved them. One
+    -- race under-claims, never mis-claims: a queued row that another transaction updated
+    -- (still queued) and committed after this statement's snapshot is locked in its newer
+    -- version, which the snapshot cannot see; it stays queued and is released at commit. No
+    -- pgrun write updates a queued row that way today.
     claimed AS (
         UPDATE pgrun.jobs AS j
         SET status = 'running',
