@@ -180,8 +180,10 @@ def test_claims_only_as_many_jobs_as_it_has_free_slots(db: str) -> None:
         assert statuses(client, ids) == ["succeeded"] * 12
     assert peak == 3
     # A slot frees when its handler returns; its outcome may wait a few ms for the batched
-    # write, so the database can briefly show one more claim per freed slot, never a batch more.
-    assert peak_in_db <= 3 + 2
+    # write, so while the slot already runs its next job the database still shows the old one
+    # running: at most one buffered outcome per slot on top of the slots themselves. (The three
+    # handlers here sleep the same 0.2 s, so all three slots often free at the same instant.)
+    assert peak_in_db <= 3 + 3
 
 
 def test_notify_wakes_an_idle_worker_at_once(db: str) -> None:
