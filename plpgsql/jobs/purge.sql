@@ -2,10 +2,11 @@
 --
 -- Jobs with status succeeded, dead or cancelled whose finished_at is older than
 -- pgrun.now() - older_than are deleted, oldest first, at most max_jobs per call, together
--- with their job_events (the finished attempts among them), job_logs and job_dead_letters rows (the history
--- tables carry no foreign keys, so this function is what keeps them consistent). Queued
--- and running jobs are never touched, however old. With organization_id given, only that
--- organization's jobs are purged. A purged job's idempotency key is free again.
+-- with their job_events (the finished attempts among them), job_logs and job_dead_letters
+-- rows (the history tables carry no foreign keys, so this function is what keeps them
+-- consistent). Queued and running jobs are never touched, however old. With
+-- organization_id given, only that organization's jobs are purged. A purged job's
+-- idempotency key is free again.
 -- Returns the number of jobs deleted; call again while it returns max_jobs.
 --
 -- Locks: the chosen job rows in id order, FOR UPDATE SKIP LOCKED (a job being requeued at

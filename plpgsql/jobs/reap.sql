@@ -15,8 +15,9 @@
 --
 -- Locks: the chosen job rows in id order, FOR UPDATE SKIP LOCKED (a job a worker or
 -- another reaper is writing right now is left for the next pass; the reaper never waits),
--- and each one's event records the attempt (outcome 'lease_expired'). Candidates come from jobs_lease_idx in expiry order, so the
--- cost follows the number of expired leases, not the size of the table.
+-- and each one's event records the attempt (outcome 'lease_expired'). Candidates come from
+-- jobs_lease_idx in expiry order, so the cost follows the number of expired leases, not the
+-- size of the table.
 --
 -- Errors: job.invalid_max_jobs (outside 1..10000), job.invalid_delay (negative
 -- retry_delay) (RQ003).
