@@ -10,8 +10,9 @@ Measures, in one run against one server:
   * pgbench TPC-B tps         the machine's yardstick, same server, 4 clients
 
 The ratio that matters (batch-100 cycle over TPC-B) compares two throughputs on a shared,
-noisy machine, so those two are measured in turns -- TPC-B, cycle, TPC-B, cycle, ... -- and
-the ratio is taken from the medians (each round's figures are kept in the JSON too).
+noisy machine, so those two are measured in five rounds of turns -- TPC-B, cycle, TPC-B,
+cycle, ... -- and the ratio is taken from the medians (each round's figures are kept in the
+JSON too).
 
 Usage: python bench/jobs_bench.py [--quick] [--fast] [--json PATH]
 Without DATABASE_URL it starts an embedded server (durable settings unless --fast).
@@ -42,6 +43,10 @@ from pgrun.server import EmbeddedServer, find_bindir
 from pgrun.testing import scratch_database
 
 DURABLE = {"fsync": "on", "synchronous_commit": "on", "full_page_writes": "on"}
+
+# Rounds of TPC-B then the batch-100 cycle; the ratio is taken from the medians. Five, not
+# three: one round caught in a stretch of CPU steal moves a median of three by a whole round.
+ROUNDS = 5
 
 
 @contextmanager
@@ -129,36 +134,67 @@ def load_ready(dsn: str, count: int) -> None:
             )
 
 
+# The cycle's two statements, as the driver prepares them. Both speak binary: the claimed ids
+# and lease tokens come back as uuid[] values and go to complete_jobs as those same bytes.
+CLAIM = (
+    b"SELECT count(*), array_agg(job_id), array_agg(lease_token) "
+    b"FROM pgrun.claim_jobs(worker_id => $1::text, lease_seconds => 60, max_jobs => $2::int4)"
+)
+COMPLETE = (
+    b"SELECT count(*) FILTER (WHERE outcome = 'succeeded') "
+    b"FROM pgrun.complete_jobs(job_ids => $1::uuid[], lease_tokens => $2::uuid[])"
+)
+
+
+def _checked(result: psycopg.pq.abc.PGresult, ok: psycopg.pq.ExecStatus) -> psycopg.pq.abc.PGresult:
+    if result.status != ok:
+        raise psycopg.Error((result.error_message or b"").decode() or f"unexpected status {result.status}")
+    return result
+
+
+def _run(pgconn: psycopg.pq.abc.PGconn, name: bytes, params: list[bytes]) -> psycopg.pq.abc.PGresult:
+    """One prepared statement, binary parameters and results."""
+    result = pgconn.exec_prepared(name, params, param_formats=[1] * len(params), result_format=1)
+    return _checked(result, psycopg.pq.ExecStatus.TUPLES_OK)
+
+
+def _value(result: psycopg.pq.abc.PGresult, column: int) -> bytes:
+    value = result.get_value(0, column)
+    assert value is not None, f"column {column} is NULL"
+    return value
+
+
+def _int8(result: psycopg.pq.abc.PGresult) -> int:
+    return int.from_bytes(_value(result, 0), "big", signed=True)
+
+
 def _cycle_worker(dsn: str, i: int, batch: int, ready: Any, counts: Any) -> None:
     """One connection's loop: claim a batch, complete it, until nothing is left.
 
-    The claimed ids and lease tokens go back to complete_jobs as the arrays they came in,
-    without a Python object per job: the client shares the machine's two cores with the
-    server, and what is measured is the server's cycle (pgbench, the yardstick, has a C
-    client). Building UUID objects and re-encoding them cost the client about 17 us per job
-    here, against about 8.5 us for the relay (docs/performance.md)."""
+    The loop talks to the server through psycopg's libpq layer (psycopg.pq), with prepared
+    statements and binary values: the claimed ids and lease tokens are relayed to
+    complete_jobs as the uuid[] bytes they arrived in, without a Python object per job, and
+    no text is formatted or parsed on either side. The client shares the machine's two cores
+    with the server, and what is measured is the server's cycle (pgbench, the yardstick, has
+    a C client): per job the client spent about 17 us building UUID objects, 6-8 us relaying
+    text arrays through cursors, about 2.5 us relaying binary arrays through psycopg.pq
+    (docs/performance.md, "Job hot path, third pass")."""
     done = 0
     with connect(dsn) as conn:
+        pgconn = conn.pgconn
+        _checked(pgconn.prepare(b"claim", CLAIM), psycopg.pq.ExecStatus.COMMAND_OK)
+        _checked(pgconn.prepare(b"complete", COMPLETE), psycopg.pq.ExecStatus.COMMAND_OK)
+        worker = f"bench-{i}".encode()
+        size = batch.to_bytes(4, "big")
         ready.wait()
         while True:
-            row = conn.execute(
-                "SELECT count(*), array_agg(job_id)::text, array_agg(lease_token)::text "
-                "FROM pgrun.claim_jobs(worker_id => %s, lease_seconds => 60, max_jobs => %s)",
-                (f"bench-{i}", batch),
-                prepare=True,
-            ).fetchone()
-            assert row is not None
-            claimed, job_ids, lease_tokens = row
-            if not claimed:
+            claimed = _run(pgconn, b"claim", [worker, size])
+            count = _int8(claimed)
+            if not count:
                 break
-            completed = conn.execute(
-                "SELECT count(*) FILTER (WHERE outcome = 'succeeded') "
-                "FROM pgrun.complete_jobs(job_ids => %s::uuid[], lease_tokens => %s::uuid[])",
-                (job_ids, lease_tokens),
-                prepare=True,
-            ).fetchone()
-            assert completed == (claimed,), f"completed {completed} of {claimed}"
-            done += claimed
+            completed = _int8(_run(pgconn, b"complete", [_value(claimed, 1), _value(claimed, 2)]))
+            assert completed == count, f"completed {completed} of {count}"
+            done += count
     counts.put(done)
 
 
@@ -305,7 +341,7 @@ def main() -> int:
     with server(args.fast) as admin, scratch_database(admin, prefix="pgrun_bench") as dsn:
         migrate.migrate(dsn)
         rounds: list[tuple[float, float]] = []
-        for _ in range(1 if q else 3):
+        for _ in range(1 if q else ROUNDS):
             tps = bench_pgbench(admin, 5 if q else 15)
             rate = bench_cycle(dsn, 100, 20_000 if q else 200_000)
             rounds.append((tps, rate))
