@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -426,17 +427,27 @@ def _attempts_snapshot(dsn: str) -> tuple[list[str], list[tuple[object, ...]]]:
         return [c.name for c in cur.description], cur.fetchall()
 
 
+def _workers(dsn: str) -> list[tuple[Any, ...]]:
+    with psycopg.connect(dsn) as conn:
+        return conn.execute("SELECT id, status, worker_id FROM pgrun.jobs ORDER BY id").fetchall()
+
+
 def test_0005_moves_attempts_written_by_the_old_functions_onto_their_events(
     empty_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _migrate_before_0005(empty_db, tmp_path, monkeypatch)
     jobs = _old_history(empty_db)
     before = _attempts_snapshot(empty_db)
+    workers_before = _workers(empty_db)
 
     monkeypatch.setenv("PGRUN_SCHEMA_DIR", str(REPO))
-    assert migrate.migrate(empty_db) == ["0005_job_hot_path", "plpgsql"]
+    assert migrate.migrate(empty_db) == ["0005_job_hot_path", "0006_job_last_worker", "plpgsql"]
 
     assert _attempts_snapshot(empty_db) == before, "job_attempts must read the same after 0005"
+    # 0006 only loosens jobs_lease_check: the rows stay as they were (finished jobs keep the
+    # NULL worker the old functions left them).
+    assert _workers(empty_db) == workers_before
+    assert any(status != "running" and worker is None for _, status, worker in workers_before)
     with psycopg.connect(empty_db) as conn:
         assert conn.execute("SELECT to_regclass('pgrun.job_attempts_finished')").fetchone() == (None,)
         # Each finished attempt sits on exactly one event, the one out of running.

@@ -3,8 +3,9 @@
 -- complete_jobs(job_ids, lease_tokens, results) finishes a batch in one statement. For
 -- each job whose lease is still owned (same token, status running, lease_expires_at >
 -- pgrun.now()) the job becomes 'succeeded' with its result, finished_at is set, the lease
--- is cleared and one 'succeeded' event is written, which also records the attempt (outcome
--- 'succeeded', step, lease token, start; job_attempts reads it). A job with a pending
+-- is cleared (worker_id stays: the worker that ran it) and one 'succeeded' event is written,
+-- which also records the attempt (outcome 'succeeded', step, lease token, start;
+-- job_attempts reads it). A job with a pending
 -- cancel request ends 'cancelled' instead (attempt outcome 'cancelled', event 'cancelled',
 -- the result is dropped): the cancel wins.
 --
@@ -13,12 +14,14 @@
 -- written for that job; the rest of the batch is committed. One stale job never fails the
 -- others. complete_job is the one-job form and raises job.lease_lost instead.
 --
--- Locks: the batch's owned job rows, in id order (FOR UPDATE), in a statement of their own;
--- the completion statement after it (a fresh snapshot, which sees each locked row's newest
--- version) finds each row again by its tuple id: no second index descent per job, and a row
--- this transaction holds cannot have been moved by anyone else. A write to the job that
--- committed while the lock waited (heartbeat, progress, cancel request) is seen, never
--- mistaken for a lost lease (tests_py/test_jobs_concurrency.py).
+-- Locks: the batch's owned job rows, in id order: one UPDATE joins the input, sorted by id,
+-- to jobs by primary key (a nested loop, so rows are updated, hence locked, in that order).
+-- A write to the job that commits while the UPDATE waits for its row (heartbeat, progress,
+-- cancel request) is seen: PostgreSQL re-checks the lease against the row's newest version
+-- and the completion reads that version (a cancel request in it wins), never mistaking it
+-- for a lost lease (tests_py/test_jobs_concurrency.py). Everything the attempt's ending
+-- event records (worker, token, step, start) is still on the row after the update, so no
+-- statement reads the rows before it.
 --
 -- Workflows: when a job that finished here belongs to a workflow run, the workflow hook
 -- (pgrun._workflow_jobs_finished) settles its step in the same transaction. The hook is
@@ -48,8 +51,6 @@ SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_now timestamptz := pgrun.now();
-    v_tids tid[];
-    v_ords bigint[];
     v_ids uuid[];
     v_outcomes text[];
     v_lost_reasons text[];
@@ -59,53 +60,26 @@ BEGIN
         complete_jobs.job_ids, complete_jobs.lease_tokens, ARRAY[cardinality(complete_jobs.results)]
     );
 
-    -- 1. Lock the jobs whose lease the caller owns, in id order, and note where each row is
-    --    and its place in the input. A job another session is writing at this instant (its
-    --    heartbeat, a progress report, a cancel request) is waited for; the row locked is
-    --    then its newest version, checked again against the lease.
-    SELECT array_agg(o.tid ORDER BY o.id), array_agg(o.ord ORDER BY o.id)
-    INTO v_tids, v_ords
-    FROM (
-        SELECT j.ctid AS tid, j.id, i.ord
-        FROM unnest(complete_jobs.job_ids, complete_jobs.lease_tokens) WITH ORDINALITY AS i (id, token, ord)
-        JOIN pgrun.jobs AS j ON j.id = i.id
-        WHERE j.lease_token = i.token
-          AND j.lease_expires_at > v_now
-        ORDER BY j.id
-        FOR UPDATE OF j
-    ) AS o;
-
-    -- 2. A new statement, hence a new snapshot: every row locked above is visible as it is
-    --    now (a version committed while we waited included), and is found again by its tuple
-    --    id instead of a second index descent per job. Nobody else can move a row we hold.
     WITH input AS (
         SELECT i.id, i.token, i.ord
         FROM unnest(complete_jobs.job_ids, complete_jobs.lease_tokens) WITH ORDINALITY AS i (id, token, ord)
     ),
 
-    owned AS MATERIALIZED (
-        SELECT
-            j.ctid AS tid, j.id, j.total_attempts, j.step, j.worker_id, j.lease_token, j.started_at,
-            j.cancel_requested_at, j.cancel_reason, complete_jobs.results[l.ord] AS result, l.ord
-        FROM unnest(v_tids, v_ords) AS l (tid, ord)
-        JOIN pgrun.jobs AS j ON j.ctid = l.tid
-    ),
-
     finished AS (
         UPDATE pgrun.jobs AS j
-        SET status = CASE WHEN o.cancel_requested_at IS NULL THEN 'succeeded' ELSE 'cancelled' END,
-            result = CASE WHEN o.cancel_requested_at IS NULL THEN o.result END,
-            worker_id = NULL,
+        SET status = CASE WHEN j.cancel_requested_at IS NULL THEN 'succeeded' ELSE 'cancelled' END,
+            result = CASE WHEN j.cancel_requested_at IS NULL THEN complete_jobs.results[o.ord] END,
             lease_token = NULL,
             lease_expires_at = NULL,
             finished_at = v_now,
             updated_at = v_now
-        FROM owned AS o
-        WHERE j.ctid = o.tid
-          AND j.id = o.id
+        FROM (SELECT i.id, i.token, i.ord FROM input AS i ORDER BY i.id) AS o
+        WHERE j.id = o.id
+          AND j.lease_token = o.token
+          AND j.lease_expires_at > v_now
         RETURNING
-            j.id, j.status, j.workflow_run_id, o.total_attempts, o.step, o.worker_id, o.lease_token,
-            o.started_at, o.cancel_reason, o.ord
+            j.id, j.status, j.workflow_run_id, j.total_attempts, j.step, j.worker_id, o.token AS lease_token,
+            j.started_at, j.cancel_reason, o.ord
     ),
 
     events AS (

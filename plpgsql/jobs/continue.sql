@@ -5,7 +5,8 @@
 -- (attempt := 0, so the next step has all of max_attempts), while total_attempts keeps
 -- counting claims over the job's life. The attempt that ran the step ends with outcome
 -- 'continued' and one 'continued' event is written. The next claim returns the new step
--- and state. state NULL keeps the current state (pass '{}' or 'null' to clear it).
+-- and state. state NULL keeps the current state (pass '{}' or 'null' to clear it). The lease
+-- is cleared; worker_id stays (the worker that ran the step, until the next claim).
 --
 -- A pending cancel request wins: the job ends 'cancelled' (attempt outcome 'cancelled',
 -- event 'cancelled'), with next_step and state still stored, so a later requeue_job
@@ -80,7 +81,6 @@ BEGIN
                 ELSE v_now + coalesce(continue_job.delay, interval '0')
             END,
             attempt = CASE WHEN o.cancel_requested THEN j.attempt ELSE 0 END,
-            worker_id = NULL,
             lease_token = NULL,
             lease_expires_at = NULL,
             finished_at = CASE WHEN o.cancel_requested THEN v_now END,

@@ -15,7 +15,8 @@
 -- error_code = 'crashed', 'cancelled' for a cancel request, else 'failed'. The error code
 -- and message are stored on the attempt and the job (and the dead letter); a message over
 -- 8192 characters or a code over 128 is truncated (ends in " [truncated]"), never rejected,
--- so a failure report always lands. retryable NULL counts as true.
+-- so a failure report always lands. retryable NULL counts as true. The lease is cleared;
+-- worker_id stays (the worker that ran the attempt, until the next claim).
 --
 -- fail_jobs is the batch form, one statement: a lost lease is REPORTED in its row
 -- (outcome 'lease_lost' with lost_reason), not raised, and nothing is written for it; the
@@ -125,7 +126,6 @@ BEGIN
             run_at = CASE WHEN d.new_status = 'queued' THEN d.retry_at ELSE j.run_at END,
             error_code = d.error_code,
             error_message = d.message,
-            worker_id = NULL,
             lease_token = NULL,
             lease_expires_at = NULL,
             finished_at = CASE WHEN d.new_status = 'queued' THEN NULL ELSE v_now END,

@@ -11,7 +11,7 @@
 --   * a cancel was requested -> 'cancelled', event 'cancelled' (the worker never came
 --     back to honour it).
 -- One statement with data-modifying CTEs. The worker that held the lease finds out at its
--- next write (job.lease_lost), since the lease token is gone.
+-- next write (job.lease_lost), since the lease token is gone; worker_id stays and names it.
 --
 -- Locks: the chosen job rows in id order, FOR UPDATE SKIP LOCKED (a job a worker or
 -- another reaper is writing right now is left for the next pass; the reaper never waits),
@@ -108,7 +108,6 @@ BEGIN
             run_at = CASE WHEN d.new_status = 'queued' THEN d.retry_at ELSE j.run_at END,
             error_code = CASE WHEN d.new_status = 'cancelled' THEN j.error_code ELSE 'lease_expired' END,
             error_message = CASE WHEN d.new_status = 'cancelled' THEN j.error_message ELSE d.message END,
-            worker_id = NULL,
             lease_token = NULL,
             lease_expires_at = NULL,
             finished_at = CASE WHEN d.new_status = 'queued' THEN NULL ELSE v_now END,

@@ -14,14 +14,14 @@ SELECT is(
     'complete_job returns succeeded'
 );
 
--- TEST: the job is succeeded with its result, finished now, its lease cleared
+-- TEST: the job is succeeded with its result, finished now, its lease cleared, its worker kept
 SELECT results_eq(
     format(
         'SELECT status, result, finished_at, worker_id, lease_token, lease_expires_at FROM pgrun.jobs WHERE id = %L',
         :'job'
     ),
-    $$VALUES ('succeeded', '{"sent": 3}'::jsonb, '2030-01-01 00:00:05+00'::timestamptz, NULL::text, NULL::uuid, NULL::timestamptz)$$,
-    'the job is succeeded, keeps the result and no longer holds a lease'
+    $$VALUES ('succeeded', '{"sent": 3}'::jsonb, '2030-01-01 00:00:05+00'::timestamptz, 'worker-1'::text, NULL::uuid, NULL::timestamptz)$$,
+    'the job is succeeded, keeps the result and its last worker, and no longer holds a lease'
 );
 SELECT is(
     (SELECT attempt FROM pgrun.jobs WHERE id = :'job'),

@@ -2,7 +2,7 @@
 -- jobs_lease_check for "status = 'running'": a job holds a lease token exactly while it
 -- runs. If this constraint ever loosens, the lease check must spell the status out again.
 BEGIN;
-SELECT plan(4);
+SELECT plan(6);
 
 -- SETUP
 SELECT pgrun_test.freeze_time('2030-01-01 00:00:00+00');
@@ -21,6 +21,16 @@ SELECT throws_ok(
 SELECT throws_ok(
     format('UPDATE pgrun.jobs SET lease_token = NULL WHERE id = %L', :'job'),
     '23514', NULL, 'a running job cannot drop its lease token alone'
+);
+
+-- TEST: a running job names its worker; worker_id alone outlives the lease (0006)
+SELECT throws_ok(
+    format('UPDATE pgrun.jobs SET worker_id = NULL WHERE id = %L', :'job'),
+    '23514', NULL, 'a running job cannot drop its worker'
+);
+SELECT lives_ok(
+    format('UPDATE pgrun.jobs SET worker_id = ''w'' WHERE id = %L', :'queued'),
+    'a queued job may name the worker that ran it last'
 );
 
 -- TEST: so a matching token means running

@@ -26,8 +26,8 @@ SELECT results_eq(
         'SELECT status, run_at, attempt, lease_token, worker_id, error_code, finished_at FROM pgrun.jobs WHERE id = %L',
         :'job'
     ),
-    $$VALUES ('queued', '2030-01-01 00:00:40+00'::timestamptz, 1, NULL::uuid, NULL::text, 'lease_expired', NULL::timestamptz)$$,
-    'queued again, lease cleared, error code lease_expired'
+    $$VALUES ('queued', '2030-01-01 00:00:40+00'::timestamptz, 1, NULL::uuid, 'worker-1'::text, 'lease_expired', NULL::timestamptz)$$,
+    'queued again, lease cleared, last worker kept, error code lease_expired'
 );
 SELECT results_eq(
     format('SELECT outcome, error_code, finished_at FROM pgrun.job_attempts WHERE job_id = %L', :'job'),
