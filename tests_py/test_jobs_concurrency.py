@@ -264,3 +264,53 @@ def test_a_completion_that_waits_for_another_write_to_its_job_sees_that_write(
         assert outcome["rows"] == [(expected, None)]
         status = setup.execute("SELECT status FROM pgrun.jobs WHERE id = %s", (lease[0],)).fetchone()
         assert status == (expected,)
+
+
+def test_a_completion_locks_its_batch_in_id_order_whatever_the_input_order(db: str) -> None:
+    """complete_jobs is one UPDATE; its plan (the input sorted by id, a nested loop over the
+    primary key) must lock the batch in id order, as every multi-row write does, or two writers
+    could deadlock. Given the jobs in reverse order while another session holds the lower id,
+    the completion waits for that one without holding the higher id."""
+    bulk_enqueue(db, 2, job_type="race.order")
+    with (
+        connect(db) as setup,
+        connect(db) as holder,
+        connect(db) as completer,
+        connect(db) as prober,
+    ):
+        leases = setup.execute(
+            "SELECT job_id, lease_token"
+            " FROM pgrun.claim_jobs(worker_id => 'w', lease_seconds => 60, max_jobs => 2) ORDER BY job_id"
+        ).fetchall()
+        (low, low_token), (high, high_token) = leases
+        holder.execute("BEGIN")
+        holder.execute(
+            "SELECT count(*) FROM pgrun.heartbeat_jobs('w', 60, ARRAY[%s]::uuid[], ARRAY[%s]::uuid[])",
+            (low, low_token),
+        )
+        outcome: dict[str, Any] = {}
+
+        def complete() -> None:
+            outcome["rows"] = completer.execute(
+                "SELECT job_id, outcome FROM pgrun.complete_jobs(%s::uuid[], %s::uuid[])",
+                ([high, low], [high_token, low_token]),
+            ).fetchall()
+
+        thread = threading.Thread(target=complete)
+        thread.start()
+        try:
+            wait_until_blocked(setup, completer.info.backend_pid)
+            prober.execute("BEGIN")
+            # LockNotAvailable here means the waiting completion already holds the higher id.
+            try:
+                prober.execute("SELECT 1 FROM pgrun.jobs WHERE id = %s FOR UPDATE NOWAIT", (high,))
+            except psycopg.errors.LockNotAvailable:
+                pytest.fail("the completion locked the higher id before the lower one")
+            finally:
+                prober.execute("ROLLBACK")
+        finally:
+            holder.execute("COMMIT")  # lets the completion finish, also when the test fails
+            thread.join(30)
+        assert not thread.is_alive()
+
+    assert outcome["rows"] == [(high, "succeeded"), (low, "succeeded")]
