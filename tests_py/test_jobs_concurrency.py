@@ -15,6 +15,8 @@ import psycopg
 import pytest
 from psycopg.types.json import Jsonb
 
+from sessions import blocked_call
+
 
 def connect(dsn: str) -> psycopg.Connection[tuple[Any, ...]]:
     return psycopg.connect(dsn, autocommit=True)
@@ -47,17 +49,6 @@ def run_threads(count: int, target: Callable[[int], None]) -> None:
     assert not any(t.is_alive() for t in threads), "a claimer hung"
     if errors:
         raise errors[0]
-
-
-def wait_until_blocked(conn: psycopg.Connection[tuple[Any, ...]], pid: int, timeout: float = 10.0) -> None:
-    """Return once backend `pid` waits on a lock (seen in pg_stat_activity)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        row = conn.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()
-        if row and row[0] == "Lock":
-            return
-        time.sleep(0.01)
-    pytest.fail(f"backend {pid} never waited on a lock")
 
 
 def test_eight_claimers_over_ten_thousand_jobs_claim_every_job_exactly_once(db: str) -> None:
@@ -160,20 +151,11 @@ def test_two_sessions_racing_the_same_keyed_enqueue_get_one_job(db: str) -> None
     with connect(db) as first, connect(db) as second, connect(db) as observer:
         first.execute("BEGIN")
         first_row = first.execute(call).fetchone()
-        result: dict[str, Any] = {}
-
-        def racer() -> None:
-            result["row"] = second.execute(call).fetchone()
-
-        thread = threading.Thread(target=racer)
-        thread.start()
-        wait_until_blocked(observer, second.info.backend_pid)
-        first.execute("COMMIT")
-        thread.join(10)
-        assert not thread.is_alive()
+        with blocked_call(observer, second, lambda: second.execute(call).fetchone()) as raced:
+            first.execute("COMMIT")
 
         assert first_row is not None and first_row[1] is True
-        assert result["row"] == (first_row[0], False)
+        assert raced.value == (first_row[0], False)
         row = observer.execute("SELECT count(*) FROM pgrun.jobs WHERE idempotency_key = 'k-1'").fetchone()
         assert row == (1,)
 
@@ -245,23 +227,17 @@ def test_a_completion_that_waits_for_another_write_to_its_job_sees_that_write(
         assert lease is not None
         other.execute("BEGIN")
         other.execute(racer, {"job": lease[0], "token": lease[1]})
-        outcome: dict[str, Any] = {}
 
-        def complete() -> None:
-            outcome["rows"] = completer.execute(
+        def complete() -> list[tuple[Any, ...]]:
+            return completer.execute(
                 "SELECT outcome, lost_reason FROM pgrun.complete_jobs(ARRAY[%s]::uuid[], ARRAY[%s]::uuid[])",
                 lease,
             ).fetchall()
 
-        thread = threading.Thread(target=complete)
-        thread.start()
-        wait_until_blocked(setup, completer.info.backend_pid)
-        assert "rows" not in outcome, "the completion did not wait for the other write"
-        other.execute("COMMIT")
-        thread.join(30)
-        assert not thread.is_alive()
+        with blocked_call(setup, completer, complete) as completion:
+            other.execute("COMMIT")
 
-        assert outcome["rows"] == [(expected, None)]
+        assert completion.value == [(expected, None)]
         status = setup.execute("SELECT status FROM pgrun.jobs WHERE id = %s", (lease[0],)).fetchone()
         assert status == (expected,)
 
@@ -288,18 +264,14 @@ def test_a_completion_locks_its_batch_in_id_order_whatever_the_input_order(db: s
             "SELECT count(*) FROM pgrun.heartbeat_jobs('w', 60, ARRAY[%s]::uuid[], ARRAY[%s]::uuid[])",
             (low, low_token),
         )
-        outcome: dict[str, Any] = {}
 
-        def complete() -> None:
-            outcome["rows"] = completer.execute(
+        def complete() -> list[tuple[Any, ...]]:
+            return completer.execute(
                 "SELECT job_id, outcome FROM pgrun.complete_jobs(%s::uuid[], %s::uuid[])",
                 ([high, low], [high_token, low_token]),
             ).fetchall()
 
-        thread = threading.Thread(target=complete)
-        thread.start()
-        try:
-            wait_until_blocked(setup, completer.info.backend_pid)
+        with blocked_call(setup, completer, complete) as completion:
             prober.execute("BEGIN")
             # LockNotAvailable here means the waiting completion already holds the higher id.
             try:
@@ -308,9 +280,6 @@ def test_a_completion_locks_its_batch_in_id_order_whatever_the_input_order(db: s
                 pytest.fail("the completion locked the higher id before the lower one")
             finally:
                 prober.execute("ROLLBACK")
-        finally:
-            holder.execute("COMMIT")  # lets the completion finish, also when the test fails
-            thread.join(30)
-        assert not thread.is_alive()
+                holder.execute("COMMIT")  # lets the completion finish, also when the test fails
 
-    assert outcome["rows"] == [(high, "succeeded"), (low, "succeeded")]
+    assert completion.value == [(high, "succeeded"), (low, "succeeded")]

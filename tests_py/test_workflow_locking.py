@@ -12,10 +12,10 @@ from collections.abc import Callable
 from typing import Any
 
 import psycopg
-import pytest
 from psycopg.types.json import Jsonb
 
-Conn = psycopg.Connection[tuple[Any, ...]]
+from sessions import Conn, blocked_call
+
 TERMINAL_STEPS = {"succeeded", "failed", "skipped", "cancelled"}
 
 
@@ -71,18 +71,6 @@ def together(*calls: Callable[[], None]) -> list[BaseException]:
         t.join(60)
     assert not any(t.is_alive() for t in threads), "a session hung: deadlock or lost wake-up"
     return errors
-
-
-def wait_until_blocked(observer: Conn, pid: int, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        row = observer.execute(
-            "SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", (pid,)
-        ).fetchone()
-        if row and row[0] == "Lock":
-            return
-        time.sleep(0.01)
-    pytest.fail(f"backend {pid} never waited on a lock")
 
 
 def sqlstate_and_code(exc: BaseException) -> tuple[str | None, str | None]:
@@ -236,22 +224,16 @@ def test_a_completion_blocked_behind_a_cancel_waits_then_proceeds_and_releases_n
         lease = claim(setup, "gate.first")
         canceller.execute("BEGIN")
         canceller.execute("SELECT * FROM pgrun.cancel_workflow_run(run_id => %s)", (run_id,))
-        outcome: dict[str, Any] = {}
 
-        def complete() -> None:
-            outcome["row"] = completer.execute(
+        def complete() -> tuple[Any, ...] | None:
+            return completer.execute(
                 "SELECT pgrun.complete_job(job_id => %s, lease_token => %s)", lease
             ).fetchone()
 
-        thread = threading.Thread(target=complete)
-        thread.start()
-        wait_until_blocked(setup, completer.info.backend_pid)
-        assert "row" not in outcome, "the completion did not wait for the cancel"
-        canceller.execute("COMMIT")
-        thread.join(30)
-        assert not thread.is_alive()
+        with blocked_call(setup, completer, complete) as completion:
+            canceller.execute("COMMIT")
 
-        assert outcome["row"] == ("cancelled",), "the cancel request decides the job's final status"
+        assert completion.value == ("cancelled",), "the cancel request decides the job's final status"
         state = steps_of(setup, run_id)
         assert state["first"][0] == "cancelled"
         assert state["next"] == ("cancelled", None), "nothing may be released after the cancel"
@@ -305,20 +287,18 @@ def test_the_callers_lock_timeout_is_restored_after_the_wait(db: str) -> None:
         holder.execute("SELECT pg_advisory_xact_lock(pgrun._workflow_lock_key(%s))", (run_id,))
         completer.execute("BEGIN")
         completer.execute("SET LOCAL lock_timeout = 0")
-        result: dict[str, Any] = {}
 
-        def complete() -> None:
-            result["row"] = completer.execute(
+        def complete() -> tuple[Any, Any]:
+            row = completer.execute(
                 "SELECT pgrun.complete_job(job_id => %s, lease_token => %s)", lease
             ).fetchone()
-            result["after"] = completer.execute("SHOW lock_timeout").fetchone()
+            return row, completer.execute("SHOW lock_timeout").fetchone()
 
-        thread = threading.Thread(target=complete)
-        thread.start()
-        wait_until_blocked(setup, completer.info.backend_pid)
-        holder.execute("COMMIT")
-        thread.join(10)
+        with blocked_call(setup, completer, complete) as completion:
+            holder.execute("COMMIT")
         completer.execute("COMMIT")
-        assert result["row"] == ("succeeded",)
-        assert result["after"] == ("0",), "the capped lock_timeout leaked past the release"
+        assert completion.value is not None
+        row, after = completion.value
+        assert row == ("succeeded",)
+        assert after == ("0",), "the capped lock_timeout leaked past the release"
         assert run_status(setup, run_id) == "succeeded"
