@@ -5,9 +5,8 @@
 -- pgrun.now()) the job becomes 'succeeded' with its result, finished_at is set, the lease
 -- is cleared (worker_id stays: the worker that ran it) and one 'succeeded' event is written,
 -- which also records the attempt (outcome 'succeeded', step, lease token, start;
--- job_attempts reads it). A job with a pending
--- cancel request ends 'cancelled' instead (attempt outcome 'cancelled', event 'cancelled',
--- the result is dropped): the cancel wins.
+-- job_attempts reads it). A job with a pending cancel request ends 'cancelled' instead
+-- (attempt outcome 'cancelled', event 'cancelled', the result is dropped): the cancel wins.
 --
 -- A lost lease in a batch is REPORTED, not raised: its row says outcome 'lease_lost' and
 -- lost_reason (unknown_job, not_running, token_mismatch, lease_expired), and nothing is
