@@ -156,8 +156,8 @@ def test_check_schema_reports_drifted_functions_and_migrate_repairs_them(
     extra = staged_schema / "plpgsql" / "util" / "zz_extra.sql"
     extra.parent.mkdir(parents=True, exist_ok=True)
     extra.write_text(
-        "CREATE OR REPLACE FUNCTION pgrun.drift_probe() RETURNS int LANGUAGE sql AS $$ SELECT 1 $$;\n"
-        "COMMENT ON FUNCTION pgrun.drift_probe() IS 'test';\n"
+        "CREATE OR REPLACE FUNCTION pgrun._drift_probe() RETURNS int LANGUAGE sql AS $$ SELECT 1 $$;\n"
+        "COMMENT ON FUNCTION pgrun._drift_probe() IS 'test';\n"
     )
     result = run_cli(["check-schema"], db, cli_env)
     assert result.returncode == 1
@@ -274,25 +274,27 @@ def test_the_function_tree_may_rename_parameters_change_results_and_drop_functio
 ) -> None:
     probe = staged_schema / "plpgsql" / "util" / "zz_probe.sql"
     probe.parent.mkdir(parents=True, exist_ok=True)
+    # (private, so the role matrix of plpgsql/admin/security.sql needs no row for it)
     probe.write_text(
-        "CREATE OR REPLACE FUNCTION pgrun.probe(first_name int) RETURNS int LANGUAGE sql AS $$ SELECT 1 $$;\n"
-        "COMMENT ON FUNCTION pgrun.probe(int) IS 'probe';\n"
+        "CREATE OR REPLACE FUNCTION pgrun._probe(first_name int) RETURNS int"
+        " LANGUAGE sql AS $$ SELECT 1 $$;\n"
+        "COMMENT ON FUNCTION pgrun._probe(int) IS 'probe';\n"
     )
     assert run_cli(["migrate"], db, cli_env).returncode == 0
     # CREATE OR REPLACE alone refuses both of these changes.
     probe.write_text(
-        "CREATE OR REPLACE FUNCTION pgrun.probe(other_name int) RETURNS text"
+        "CREATE OR REPLACE FUNCTION pgrun._probe(other_name int) RETURNS text"
         " LANGUAGE sql AS $$ SELECT 'x' $$;\n"
-        "COMMENT ON FUNCTION pgrun.probe(int) IS 'probe';\n"
+        "COMMENT ON FUNCTION pgrun._probe(int) IS 'probe';\n"
     )
     result = run_cli(["migrate"], db, cli_env)
     assert result.returncode == 0, result.stderr
     with psycopg.connect(db) as conn:
-        assert conn.execute("SELECT pgrun.probe(other_name => 1)").fetchone() == ("x",)
+        assert conn.execute("SELECT pgrun._probe(other_name => 1)").fetchone() == ("x",)
     probe.unlink()
     assert run_cli(["migrate"], db, cli_env).returncode == 0
     with psycopg.connect(db) as conn:
-        assert conn.execute("SELECT to_regprocedure('pgrun.probe(int)')").fetchone() == (None,)
+        assert conn.execute("SELECT to_regprocedure('pgrun._probe(int)')").fetchone() == (None,)
         # Functions that table definitions use survive the sweep.
         assert conn.execute("SELECT to_regprocedure('pgrun.uuidv7()') IS NOT NULL").fetchone() == (True,)
     assert run_cli(["check-schema"], db, cli_env).returncode == 0
@@ -441,7 +443,12 @@ def test_0005_moves_attempts_written_by_the_old_functions_onto_their_events(
     workers_before = _workers(empty_db)
 
     monkeypatch.setenv("PGRUN_SCHEMA_DIR", str(REPO))
-    assert migrate.migrate(empty_db) == ["0005_job_hot_path", "0006_job_last_worker", "plpgsql"]
+    assert migrate.migrate(empty_db) == [
+        "0005_job_hot_path",
+        "0006_job_last_worker",
+        "0007_access",
+        "plpgsql",
+    ]
 
     assert _attempts_snapshot(empty_db) == before, "job_attempts must read the same after 0005"
     # 0006 only loosens jobs_lease_check: the rows stay as they were (finished jobs keep the
@@ -459,7 +466,7 @@ def test_0005_moves_attempts_written_by_the_old_functions_onto_their_events(
         metrics = {
             row[0]: row[1:]
             for row in conn.execute(
-                "SELECT job_type, succeeded, dead, crashed, lease_expired FROM pgrun.job_metrics"
+                "SELECT job_type, succeeded, dead, crashed, lease_expired FROM pgrun.job_metrics()"
             ).fetchall()
         }
     assert metrics["mig.expire"] == (0, 0, 0, 1), "the reaped attempt is counted from its event"

@@ -166,16 +166,29 @@ def test_racing_fires_of_one_plan_time_make_one_job(db: str) -> None:
         declare(conn, T0, name="race", cron="* * * * *", job_type="test.cron")
         schedule_id = conn.execute("SELECT id FROM pgrun.job_schedules WHERE name = 'race'").fetchone()
         assert schedule_id is not None
-    fire = "SELECT job_id, created FROM pgrun.fire_schedule(%s, ARRAY[%s]::timestamptz[], %s)"
+    # Each session fires under a claim of its own (fire_schedule needs a live one), as two
+    # schedulers would if claims alone decided: the second takes its claim once the first's
+    # fire released the row, then fires the same plan time. The tick decides.
+    claim = (
+        "UPDATE pgrun.job_schedules SET claimed_by = 'x', claim_token = gen_random_uuid(),"
+        " claim_expires_at = pgrun.now() + interval '1 minute' WHERE id = %s RETURNING claim_token"
+    )
+    fire = "SELECT job_id, created FROM pgrun.fire_schedule(%s, ARRAY[%s]::timestamptz[], %s, %s)"
     plan_time, next_run = T0 + timedelta(minutes=1), T0 + timedelta(minutes=2)
     results: list[tuple[Any, ...]] = []
+
+    def claim_and_fire(conn: psycopg.Connection[tuple[Any, ...]]) -> tuple[Any, ...]:
+        token = conn.execute(claim, (schedule_id[0],)).fetchone()
+        assert token is not None
+        return conn.execute(fire, (schedule_id[0], plan_time, next_run, token[0])).fetchall()[0]
+
     with psycopg.connect(db) as first, psycopg.connect(db) as second:
         for c in (first, second):
             at(c, next_run)
-        results.append(first.execute(fire, (schedule_id[0], plan_time, next_run)).fetchall()[0])
+        results.append(claim_and_fire(first))
 
         def other() -> None:
-            results.append(second.execute(fire, (schedule_id[0], plan_time, next_run)).fetchall()[0])
+            results.append(claim_and_fire(second))
             second.commit()
 
         thread = threading.Thread(target=other)
@@ -240,7 +253,7 @@ def test_plan_times_in_the_future_are_refused(db: str) -> None:
         with pytest.raises(psycopg.Error) as err:
             conn.execute(
                 "SELECT * FROM pgrun.fire_schedule("
-                "(SELECT id FROM pgrun.job_schedules), ARRAY[%s]::timestamptz[], %s)",
+                "(SELECT id FROM pgrun.job_schedules), ARRAY[%s]::timestamptz[], %s, gen_random_uuid())",
                 (T0 + timedelta(hours=5), T0 + timedelta(hours=6)),
             )
         assert err.value.sqlstate == "RQ003"

@@ -6,7 +6,8 @@ CREATE OR REPLACE FUNCTION pgrun.schema_version()
 RETURNS integer
 LANGUAGE sql
 STABLE
-SET search_path = ''
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT max(m.version::integer)
     FROM pgrun.schema_migrations AS m

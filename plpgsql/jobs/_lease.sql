@@ -4,7 +4,9 @@
 --
 -- * _lease_lost_reason: why a (job_id, lease_token) pair no longer owns its job, in the
 --   order the lifecycle writes check it: unknown_job, not_running, token_mismatch,
---   lease_expired. Batch writes put it in their per-row result; single writes raise it.
+--   lease_expired; 'not_held' instead for a caller that never held the job and is not an
+--   admin (no oracle for job ids). Batch writes put it in their per-row result; single
+--   writes raise it.
 -- * _raise_lease_lost: raises job.lease_lost (RQ004) with a DETAIL naming the reason.
 -- * _retry_decision: THE retry-or-dead rule. fail_job, fail_jobs and reap_expired_leases
 --   all call it, so the backoff formula and its bounds live in one place.
@@ -22,33 +24,53 @@
 -- Locks: none (read-only, or pure). Errors: job.lease_lost (RQ004); job.invalid_worker_id,
 -- job.invalid_lease_seconds, job.invalid_batch (RQ003).
 
--- Why the pair (job_id, lease_token) does not own a live lease at p_now. The checks run in
+-- Why the pair (job_id, lease_token) does not own a live lease now. The checks run in
 -- the order the lifecycle writes apply them, so when a write found nothing to update and the
 -- first three pass, the lease can only have expired.
+--
+-- No oracle: the precise reason says whether a job id exists and what its status is, so it
+-- goes only to a caller that held the job (the token is the job's current one, or one of
+-- its finished attempts' tokens, which their ending events record) or to an admin. Anyone
+-- else gets 'not_held': this token holds no lease on that job id, and nothing more.
 CREATE OR REPLACE FUNCTION pgrun._lease_lost_reason(
     p_job_id uuid,
-    p_lease_token uuid,
-    p_now timestamptz
+    p_lease_token uuid
 )
 RETURNS text
-LANGUAGE sql
+LANGUAGE plpgsql
 STABLE
-SET search_path = ''
+SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    v_reason text;
+BEGIN
     SELECT CASE
         WHEN j.id IS NULL THEN 'unknown_job'
         WHEN j.status <> 'running' THEN 'not_running'
         WHEN j.lease_token IS DISTINCT FROM p_lease_token THEN 'token_mismatch'
         ELSE 'lease_expired'
     END
+    INTO v_reason
     FROM (SELECT p_job_id AS id) AS k
-    LEFT JOIN pgrun.jobs AS j ON j.id = k.id
+    LEFT JOIN pgrun.jobs AS j ON j.id = k.id;
+
+    IF v_reason = 'lease_expired'
+        OR pgrun._caller_is_admin()
+        OR EXISTS (
+            SELECT FROM pgrun.job_events AS e
+            WHERE e.job_id = p_job_id AND e.lease_token = p_lease_token
+        ) THEN
+        RETURN v_reason;
+    END IF;
+    RETURN 'not_held';
+END;
 $$;
 
-REVOKE EXECUTE ON FUNCTION pgrun._lease_lost_reason(uuid, uuid, timestamptz) FROM public;
+REVOKE EXECUTE ON FUNCTION pgrun._lease_lost_reason(uuid, uuid) FROM public;
 
 -- Raise job.lease_lost for one job. p_reason is what the write itself observed; when NULL
--- it is looked up now.
+-- it is looked up now (_lease_lost_reason: 'not_held' unless the caller held the job or is
+-- an admin, and then the DETAIL says nothing about the job either).
 CREATE OR REPLACE FUNCTION pgrun._raise_lease_lost(
     p_job_id uuid,
     p_lease_token uuid,
@@ -57,21 +79,22 @@ CREATE OR REPLACE FUNCTION pgrun._raise_lease_lost(
 RETURNS void
 LANGUAGE plpgsql
 STABLE
-SET search_path = ''
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_now timestamptz := pgrun.now();
-    v_reason text := coalesce(p_reason, pgrun._lease_lost_reason(p_job_id, p_lease_token, v_now));
+    v_reason text := coalesce(p_reason, pgrun._lease_lost_reason(p_job_id, p_lease_token));
     v_status text;
     v_expires timestamptz;
 BEGIN
     SELECT j.status, j.lease_expires_at INTO v_status, v_expires
     FROM pgrun.jobs AS j
-    WHERE j.id = p_job_id;
+    WHERE j.id = p_job_id AND v_reason <> 'not_held';
 
     RAISE EXCEPTION 'job.lease_lost' USING
         ERRCODE = 'RQ004',
         DETAIL = format('job %s: ', p_job_id) || CASE v_reason
+            WHEN 'not_held' THEN 'this lease token holds no lease on it'
             WHEN 'unknown_job' THEN 'unknown job (no such job id)'
             WHEN 'not_running' THEN format('not running (status %s)', coalesce(v_status, 'gone'))
             WHEN 'token_mismatch' THEN 'lease token mismatch (the job was claimed again under another token)'
@@ -116,7 +139,7 @@ CREATE OR REPLACE FUNCTION pgrun._retry_decision(
 )
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = ''
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     -- (PL/pgSQL rather than SQL: a SQL function returning a record is never inlined, and
@@ -169,7 +192,7 @@ CREATE OR REPLACE FUNCTION pgrun._check_worker(p_worker_id text, p_lease_seconds
 RETURNS void
 LANGUAGE plpgsql
 IMMUTABLE
-SET search_path = ''
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF p_worker_id IS NULL OR btrim(p_worker_id) = '' OR length(p_worker_id) > 200 THEN
@@ -201,7 +224,7 @@ CREATE OR REPLACE FUNCTION pgrun._check_lease_batch(
 RETURNS void
 LANGUAGE plpgsql
 IMMUTABLE
-SET search_path = ''
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_problem text;

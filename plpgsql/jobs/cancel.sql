@@ -26,12 +26,14 @@ CREATE OR REPLACE FUNCTION pgrun.cancel_job(
 RETURNS text
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = ''
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_now timestamptz := pgrun.now();
     v_reason text := pgrun._clip(cancel_job.reason, 1024);
     v_job record;
+    v_scope record;
 BEGIN
     IF cancel_job.job_id IS NULL THEN
         RAISE EXCEPTION 'job.invalid_argument' USING
@@ -40,11 +42,14 @@ BEGIN
             HINT = 'Pass the id of the job to cancel.';
     END IF;
 
+    SELECT c.all_organizations, c.organization_ids, c.untenanted INTO v_scope
+    FROM pgrun._caller_scope(cancel_job.organization_id) AS c;
+
     SELECT j.id, j.status, j.cancel_requested_at, j.total_attempts, j.workflow_run_id
     INTO v_job
     FROM pgrun.jobs AS j
     WHERE j.id = cancel_job.job_id
-      AND (cancel_job.organization_id IS NULL OR j.organization_id = cancel_job.organization_id)
+      AND pgrun._in_scope(j.organization_id, v_scope.all_organizations, v_scope.organization_ids, v_scope.untenanted)
     FOR UPDATE OF j;
 
     IF NOT FOUND THEN
@@ -62,9 +67,9 @@ BEGIN
             WHERE j.id = v_job.id
             RETURNING j.id
         )
-        INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, detail, created_at)
+        INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, detail, created_at, actor)
         SELECT c.id, 'cancelled', 'queued', 'cancelled', v_job.total_attempts,
-            jsonb_build_object('reason', v_reason), v_now
+            jsonb_build_object('reason', v_reason), v_now, session_user
         FROM cancelled AS c;
         -- A workflow step's job: settle the step and release dependents.
         IF v_job.workflow_run_id IS NOT NULL THEN
@@ -82,10 +87,10 @@ BEGIN
                 RETURNING j.id, j.worker_id
             )
             INSERT INTO pgrun.job_events (
-                job_id, event, from_status, to_status, attempt, worker_id, detail, created_at
+                job_id, event, from_status, to_status, attempt, worker_id, detail, created_at, actor
             )
             SELECT r.id, 'cancel_requested', 'running', 'running', v_job.total_attempts, r.worker_id,
-                jsonb_build_object('reason', v_reason), v_now
+                jsonb_build_object('reason', v_reason), v_now, session_user
             FROM requested AS r;
         END IF;
         RETURN 'cancel_requested';

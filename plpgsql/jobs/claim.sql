@@ -59,7 +59,8 @@ RETURNS TABLE (
 )
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = ''
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 -- Plan stability: with stale statistics (a bulk load, no ANALYZE yet) or a queue/type
 -- filter the planner cannot estimate, it prefers a bitmap scan of every ready row plus a
 -- sort over the ordered walk of jobs_claim_idx that stops after max_jobs rows. Without
@@ -79,6 +80,8 @@ DECLARE
     v_excluded text[];
     v_room_types text[] := '{}'::text[];
     v_rooms bigint[] := '{}'::bigint[];
+    v_queues text[];
+    v_job_types text[];
 BEGIN
     PERFORM pgrun._check_worker(claim_jobs.worker_id, claim_jobs.lease_seconds);
     IF claim_jobs.max_jobs IS NULL OR claim_jobs.max_jobs NOT BETWEEN 1 AND 1000 THEN
@@ -88,6 +91,11 @@ BEGIN
             HINT = 'Claim as many jobs as the worker has free slots, at most 1000 per call.';
     END IF;
 
+    -- 0. A worker role with a scope claims inside it only (util/_access.sql): NULL filters
+    --    become the scope, a filter outside it is access.queue_denied / job_type_denied.
+    SELECT c.queues, c.job_types INTO v_queues, v_job_types
+    FROM pgrun._caller_check_scope(claim_jobs.queues, claim_jobs.job_types) AS c;
+
     -- 1. Paused types are out; capped types are what the next steps are about. (Types
     --    outside job_types are filtered out by the claim anyway.)
     SELECT
@@ -96,7 +104,7 @@ BEGIN
     INTO v_excluded, v_capped
     FROM pgrun.job_runtime_configs AS rc
     WHERE (rc.paused OR rc.max_concurrency IS NOT NULL)
-      AND (claim_jobs.job_types IS NULL OR rc.job_type = ANY(claim_jobs.job_types));
+      AND (v_job_types IS NULL OR rc.job_type = ANY(v_job_types));
 
     IF cardinality(v_capped) > 0 THEN
         -- 2. Lock the capped types' rows without waiting; a type another claimer holds
@@ -144,8 +152,8 @@ BEGIN
         FROM pgrun.jobs AS j
         WHERE j.status = 'queued'
           AND j.run_at <= v_now
-          AND (claim_jobs.queues IS NULL OR j.queue = ANY(claim_jobs.queues))
-          AND (claim_jobs.job_types IS NULL OR j.job_type = ANY(claim_jobs.job_types))
+          AND (v_queues IS NULL OR j.queue = ANY(v_queues))
+          AND (v_job_types IS NULL OR j.job_type = ANY(v_job_types))
           AND j.job_type <> ALL(v_excluded)
         ORDER BY j.priority, j.run_at, j.id
         LIMIT claim_jobs.max_jobs

@@ -37,7 +37,8 @@ CREATE OR REPLACE FUNCTION pgrun.complete_jobs(
 RETURNS TABLE (job_id uuid, outcome text, lost_reason text)
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = ''
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 -- Plan stability: every join here is a lookup by primary key, whatever the batch size and
 -- however stale the statistics; never a scan of all running jobs. The plan is built once
 -- per session. Measurements: docs/lease-machine.md.
@@ -105,7 +106,7 @@ BEGIN
         SELECT f.id, f.status AS outcome, NULL::text AS lost_reason, f.workflow_run_id, f.ord
         FROM finished AS f
         UNION ALL
-        SELECT i.id, 'lease_lost', pgrun._lease_lost_reason(i.id, i.token, v_now), NULL, i.ord
+        SELECT i.id, 'lease_lost', pgrun._lease_lost_reason(i.id, i.token), NULL, i.ord
         FROM input AS i
         WHERE i.id NOT IN (SELECT f.id FROM finished AS f)
     ) AS u;
@@ -135,7 +136,8 @@ CREATE OR REPLACE FUNCTION pgrun.complete_job(job_id uuid, lease_token uuid, res
 RETURNS text
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = ''
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_outcome text;

@@ -33,7 +33,8 @@ CREATE OR REPLACE FUNCTION pgrun.continue_job(
 RETURNS TABLE (outcome text, run_at timestamptz)
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = ''
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_now timestamptz := pgrun.now();

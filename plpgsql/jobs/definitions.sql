@@ -35,7 +35,8 @@ CREATE OR REPLACE FUNCTION pgrun.upsert_job_definition(
 RETURNS pgrun.job_definitions
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = ''
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_queue text := coalesce(upsert_job_definition.queue, 'default');
@@ -45,6 +46,7 @@ DECLARE
     v_max double precision := coalesce(upsert_job_definition.backoff_max_seconds, 3600);
     v_jitter double precision := coalesce(upsert_job_definition.backoff_jitter, 0.2);
     v_row pgrun.job_definitions;
+    v_old pgrun.job_definitions;
 BEGIN
     -- Keep these rules in step with the CHECK constraints on job_definitions and jobs.
     IF upsert_job_definition.job_type IS NULL
@@ -94,6 +96,17 @@ BEGIN
                 'and 0 <= backoff_jitter < 1.';
     END IF;
 
+    -- A worker declares the types it runs: within its scope only (util/_access.sql).
+    PERFORM pgrun._caller_check_scope(ARRAY[v_queue], ARRAY[upsert_job_definition.job_type]);
+
+    SELECT d.* INTO v_old FROM pgrun.job_definitions AS d WHERE d.job_type = upsert_job_definition.job_type;
+    IF FOUND AND (v_old.queue, v_old.priority, v_old.max_attempts, v_old.timeout_seconds,
+        v_old.backoff_base_seconds, v_old.backoff_max_seconds, v_old.backoff_jitter)
+        IS NOT DISTINCT FROM (v_queue, v_priority, v_max_attempts, upsert_job_definition.timeout_seconds,
+        v_base, v_max, v_jitter) THEN
+        RETURN v_old;  -- restating the definition changes nothing (workers do so at every start)
+    END IF;
+
     INSERT INTO pgrun.job_definitions AS d (
         job_type, queue, priority, max_attempts, timeout_seconds,
         backoff_base_seconds, backoff_max_seconds, backoff_jitter, created_at, updated_at
@@ -112,6 +125,10 @@ BEGIN
             backoff_jitter = excluded.backoff_jitter,
             updated_at = excluded.updated_at
     RETURNING d.* INTO v_row;
+    PERFORM pgrun._audit(
+        'job_definition.upserted', NULL, v_row.job_type,
+        to_jsonb(v_row) - 'job_type' - 'created_at' - 'updated_at'
+    );
     RETURN v_row;
 END;
 $$;
@@ -137,7 +154,8 @@ CREATE OR REPLACE FUNCTION pgrun.set_job_runtime_config(
 RETURNS pgrun.job_runtime_configs
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = ''
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_row pgrun.job_runtime_configs;
@@ -184,6 +202,15 @@ BEGIN
             END,
             updated_at = excluded.updated_at
     RETURNING c.* INTO v_row;
+    PERFORM pgrun._audit(
+        'job_runtime_config.set', NULL, v_row.job_type,
+        jsonb_build_object(
+            'paused', set_job_runtime_config.paused,
+            'max_concurrency', set_job_runtime_config.max_concurrency,
+            'clear_max_concurrency', set_job_runtime_config.clear_max_concurrency,
+            'now', jsonb_build_object('paused', v_row.paused, 'max_concurrency', v_row.max_concurrency)
+        )
+    );
     RETURN v_row;
 END;
 $$;

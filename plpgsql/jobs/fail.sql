@@ -42,7 +42,8 @@ CREATE OR REPLACE FUNCTION pgrun.fail_jobs(
 RETURNS TABLE (job_id uuid, outcome text, run_at timestamptz, lost_reason text)
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = ''
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 -- Plan stability: every join here is a lookup by primary key, whatever the batch size and
 -- however stale the statistics; never a scan of all running jobs. The plan is built once
 -- per session. Measurements: docs/lease-machine.md.
@@ -196,7 +197,7 @@ BEGIN
             f.ord
         FROM failed AS f
         UNION ALL
-        SELECT i.id, 'lease_lost', NULL, pgrun._lease_lost_reason(i.id, i.token, v_now), NULL, FALSE, i.ord
+        SELECT i.id, 'lease_lost', NULL, pgrun._lease_lost_reason(i.id, i.token), NULL, FALSE, i.ord
         FROM input AS i
         WHERE i.id NOT IN (SELECT f.id FROM failed AS f)
     ) AS u;
@@ -237,7 +238,8 @@ CREATE OR REPLACE FUNCTION pgrun.fail_job(
 RETURNS TABLE (outcome text, run_at timestamptz)
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = ''
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_outcome text;

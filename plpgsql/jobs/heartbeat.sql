@@ -39,7 +39,8 @@ RETURNS TABLE (
 )
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = ''
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 -- Plan stability: every join here is a lookup by primary key, whatever the batch size and
 -- however stale the statistics; never a scan of all running jobs. The plan is built once
 -- per session. Measurements: docs/lease-machine.md.
@@ -110,7 +111,8 @@ CREATE OR REPLACE FUNCTION pgrun.report_progress(job_id uuid, lease_token uuid, 
 RETURNS boolean
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = ''
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_now timestamptz := pgrun.now();
@@ -170,7 +172,8 @@ CREATE OR REPLACE FUNCTION pgrun.append_job_log(
 RETURNS bigint
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = ''
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_now timestamptz := pgrun.now();

@@ -24,11 +24,16 @@ CREATE OR REPLACE FUNCTION pgrun.get_job(job_id uuid, organization_id uuid DEFAU
 RETURNS jsonb
 LANGUAGE plpgsql
 STABLE
-SET search_path = ''
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
+    v_scope record;
     v_job jsonb;
 BEGIN
+    SELECT c.all_organizations, c.organization_ids, c.untenanted INTO v_scope
+    FROM pgrun._caller_scope(get_job.organization_id) AS c;
+
     SELECT
         (to_jsonb(j) - 'lease_token')
         || jsonb_build_object(
@@ -50,7 +55,7 @@ BEGIN
     INTO v_job
     FROM pgrun.jobs AS j
     WHERE j.id = get_job.job_id
-        AND (get_job.organization_id IS NULL OR j.organization_id = get_job.organization_id);
+        AND pgrun._in_scope(j.organization_id, v_scope.all_organizations, v_scope.organization_ids, v_scope.untenanted);
 
     IF v_job IS NULL THEN
         PERFORM pgrun._raise_job_not_found(get_job.job_id, get_job.organization_id);
@@ -78,11 +83,12 @@ CREATE OR REPLACE FUNCTION pgrun._list_jobs(
 RETURNS SETOF pgrun.jobs
 LANGUAGE plpgsql
 STABLE
-SET search_path = ''
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_limit integer := coalesce(p_max_rows, 50);
     v_where text[] := ARRAY['true'];
+    v_scope record;
 BEGIN
     IF p_status IS NOT NULL
         AND p_status NOT IN ('queued', 'running', 'succeeded', 'dead', 'cancelled') THEN
@@ -107,8 +113,18 @@ BEGIN
     IF p_queue IS NOT NULL THEN
         v_where := v_where || 'j.queue = $3'::text;
     END IF;
-    IF p_organization_id IS NOT NULL THEN
-        v_where := v_where || 'j.organization_id = $4'::text;
+    -- Tenancy: one organization is a probe of jobs_organization_idx in id order; several, or
+    -- work without an organization, a filter on the walk in id order.
+    SELECT c.all_organizations, c.organization_ids, c.untenanted INTO v_scope
+    FROM pgrun._caller_scope(p_organization_id) AS c;
+    IF NOT v_scope.all_organizations THEN
+        v_where := v_where || CASE
+            WHEN cardinality(v_scope.organization_ids) = 1 AND NOT v_scope.untenanted
+                THEN 'j.organization_id = ($8)[1]'
+            WHEN cardinality(v_scope.organization_ids) = 0 AND v_scope.untenanted
+                THEN 'j.organization_id IS NULL'
+            ELSE 'pgrun._in_scope(j.organization_id, false, $8, $9)'
+        END;
     END IF;
     IF p_workflow_run_id IS NOT NULL THEN
         v_where := v_where || 'j.workflow_run_id = $5'::text;
@@ -122,7 +138,7 @@ BEGIN
         array_to_string(v_where, ' AND ')
     )
     USING p_status, p_job_type, p_queue, p_organization_id,
-        p_workflow_run_id, p_after_id, v_limit;
+        p_workflow_run_id, p_after_id, v_limit, v_scope.organization_ids, v_scope.untenanted;
 END;
 $$;
 
@@ -171,7 +187,8 @@ RETURNS TABLE (
 )
 LANGUAGE sql
 STABLE
-SET search_path = ''
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT
         j.id, j.job_type, j.queue, j.priority, j.status, j.run_at, j.attempt, j.total_attempts,

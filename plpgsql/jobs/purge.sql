@@ -24,7 +24,8 @@ CREATE OR REPLACE FUNCTION pgrun.purge_finished_jobs(
 RETURNS bigint
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = ''
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 -- Plan stability: candidates come from the partial index in its order, every other join
 -- is a lookup by key, whatever the statistics say; the plan is built once per session.
 SET enable_seqscan = off
@@ -37,6 +38,7 @@ AS $$
 DECLARE
     v_cutoff timestamptz;
     v_purged bigint;
+    v_history jsonb;
 BEGIN
     IF purge_finished_jobs.older_than IS NULL OR purge_finished_jobs.older_than < interval '0' THEN
         RAISE EXCEPTION 'job.invalid_older_than' USING
@@ -79,18 +81,21 @@ BEGIN
         DELETE FROM pgrun.job_events AS e
         USING doomed AS d
         WHERE e.job_id = d.id
+        RETURNING 1
     ),
 
     logs AS (
         DELETE FROM pgrun.job_logs AS l
         USING doomed AS d
         WHERE l.job_id = d.id
+        RETURNING 1
     ),
 
     letters AS (
         DELETE FROM pgrun.job_dead_letters AS dl
         USING doomed AS d
         WHERE dl.job_id = d.id
+        RETURNING 1
     ),
 
     purged AS (
@@ -100,7 +105,25 @@ BEGIN
         RETURNING j.id
     )
 
-    SELECT count(*) INTO v_purged FROM purged;
+    SELECT
+        (SELECT count(*) FROM purged),
+        jsonb_build_object(
+            'events', (SELECT count(*) FROM events),
+            'logs', (SELECT count(*) FROM logs),
+            'dead_letters', (SELECT count(*) FROM letters)
+        )
+    INTO v_purged, v_history;
+
+    -- What was deleted, by whom: one audit row per call that deleted something.
+    IF v_purged > 0 THEN
+        PERFORM pgrun._audit(
+            'jobs.purged', purge_finished_jobs.organization_id, NULL,
+            jsonb_build_object(
+                'jobs', v_purged, 'cutoff', v_cutoff, 'older_than', purge_finished_jobs.older_than,
+                'max_jobs', purge_finished_jobs.max_jobs
+            ) || v_history
+        );
+    END IF;
     RETURN v_purged;
 END;
 $$;

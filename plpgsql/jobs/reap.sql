@@ -29,7 +29,8 @@ CREATE OR REPLACE FUNCTION pgrun.reap_expired_leases(
 RETURNS TABLE (job_id uuid, outcome text, run_at timestamptz)
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = ''
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 -- Plan stability: candidates come from the partial index in its order, every other join
 -- is a lookup by key, whatever the statistics say; the plan is built once per session.
 SET enable_seqscan = off

@@ -22,12 +22,14 @@ CREATE OR REPLACE FUNCTION pgrun.requeue_job(
 RETURNS timestamptz
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = ''
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_now timestamptz := pgrun.now();
     v_run_at timestamptz := coalesce(requeue_job.run_at, pgrun.now());
     v_job record;
+    v_scope record;
 BEGIN
     IF requeue_job.job_id IS NULL THEN
         RAISE EXCEPTION 'job.invalid_argument' USING
@@ -36,11 +38,14 @@ BEGIN
             HINT = 'Pass the id of the dead or cancelled job to requeue.';
     END IF;
 
+    SELECT c.all_organizations, c.organization_ids, c.untenanted INTO v_scope
+    FROM pgrun._caller_scope(requeue_job.organization_id) AS c;
+
     SELECT j.id, j.status, j.total_attempts
     INTO v_job
     FROM pgrun.jobs AS j
     WHERE j.id = requeue_job.job_id
-      AND (requeue_job.organization_id IS NULL OR j.organization_id = requeue_job.organization_id)
+      AND pgrun._in_scope(j.organization_id, v_scope.all_organizations, v_scope.organization_ids, v_scope.untenanted)
     FOR UPDATE OF j;
 
     IF NOT FOUND THEN
@@ -74,9 +79,9 @@ BEGIN
         WHERE d.job_id = r.id AND d.requeued_at IS NULL
     )
 
-    INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, detail, created_at)
+    INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, detail, created_at, actor)
     SELECT r.id, 'requeued', v_job.status, 'queued', v_job.total_attempts,
-        jsonb_build_object('run_at', v_run_at), v_now
+        jsonb_build_object('run_at', v_run_at), v_now, session_user
     FROM requeued AS r;
 
     RETURN v_run_at;

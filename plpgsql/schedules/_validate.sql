@@ -16,7 +16,7 @@ CREATE OR REPLACE FUNCTION pgrun._schedule_check_cron(p_cron text)
 RETURNS text
 LANGUAGE plpgsql
 IMMUTABLE
-SET search_path = ''
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     c_macros CONSTANT text[] := ARRAY[
@@ -118,7 +118,7 @@ CREATE OR REPLACE FUNCTION pgrun._schedule_check_timezone(p_timezone text)
 RETURNS void
 LANGUAGE plpgsql
 STABLE
-SET search_path = ''
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF p_timezone IS NULL OR NOT EXISTS (
@@ -147,7 +147,7 @@ CREATE OR REPLACE FUNCTION pgrun._schedule_check_scopes(
 RETURNS text[]
 LANGUAGE plpgsql
 IMMUTABLE
-SET search_path = ''
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_n integer := coalesce(cardinality(p_scopes), 0);
@@ -208,16 +208,23 @@ REVOKE EXECUTE ON FUNCTION pgrun._schedule_check_scopes(text, text[], uuid) FROM
 COMMENT ON FUNCTION pgrun._schedule_check_scopes(text, text[], uuid) IS
 'Private: the canonical scope list of a schedule, or raises schedule.invalid_scopes (RQ003).';
 
--- The id of the schedule (name, organization), locked FOR UPDATE, or raises
--- schedule.not_found (RQ002) / schedule.invalid_name (RQ003, NULL name).
-CREATE OR REPLACE FUNCTION pgrun._schedule_lock(p_name text, p_organization_id uuid)
-RETURNS uuid
+-- The schedule (name, organization), locked FOR UPDATE: its id and organization, or raises
+-- schedule.not_found (RQ002) / schedule.invalid_name (RQ003, NULL name). The organization
+-- is the one the caller acts for (pgrun._caller_organization: a role bound to one
+-- organization names its own when it passes none); a schedule of an organization the caller
+-- may not act for is not found, exactly as a missing one.
+CREATE OR REPLACE FUNCTION pgrun._schedule_lock(
+    p_name text,
+    p_organization_id uuid,
+    OUT schedule_id uuid,
+    OUT organization_id uuid
+)
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = ''
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_id uuid;
+    v_allowed boolean;
 BEGIN
     IF p_name IS NULL THEN
         RAISE EXCEPTION 'schedule.invalid_name' USING
@@ -225,27 +232,30 @@ BEGIN
             DETAIL = 'name is NULL',
             HINT = 'Pass the schedule''s name (and its organization_id, if it has one).';
     END IF;
-    SELECT s.id INTO v_id
-    FROM pgrun.job_schedules AS s
-    WHERE coalesce(s.organization_id, '00000000-0000-0000-0000-000000000000'::uuid)
-        = coalesce(p_organization_id, '00000000-0000-0000-0000-000000000000'::uuid)
-        AND s.name = p_name
-    FOR UPDATE;
-    IF v_id IS NULL THEN
+    SELECT o.organization_id, o.allowed INTO organization_id, v_allowed
+    FROM pgrun._caller_organization(p_organization_id) AS o;
+    IF v_allowed THEN
+        SELECT s.id INTO schedule_id
+        FROM pgrun.job_schedules AS s
+        WHERE coalesce(s.organization_id, '00000000-0000-0000-0000-000000000000'::uuid)
+            = coalesce(_schedule_lock.organization_id, '00000000-0000-0000-0000-000000000000'::uuid)
+            AND s.name = p_name
+        FOR UPDATE;
+    END IF;
+    IF schedule_id IS NULL THEN
         RAISE EXCEPTION 'schedule.not_found' USING
             ERRCODE = 'RQ002',
             DETAIL = format('no schedule %L%s', left(p_name, 200),
-                CASE WHEN p_organization_id IS NULL THEN ' without an organization'
-                    ELSE format(' in organization %s', p_organization_id) END),
+                CASE WHEN _schedule_lock.organization_id IS NULL THEN ' without an organization'
+                    ELSE format(' in organization %s', _schedule_lock.organization_id) END),
             HINT = 'Check the name and the organization_id (a schedule of an organization is only '
                 'found with that organization_id).';
     END IF;
-    RETURN v_id;
 END;
 $$;
 
 REVOKE EXECUTE ON FUNCTION pgrun._schedule_lock(text, uuid) FROM public;
 
 COMMENT ON FUNCTION pgrun._schedule_lock(text, uuid) IS
-'Private: locks the schedule (name, organization) FOR UPDATE and returns its id, or raises '
-'schedule.not_found (RQ002).';
+'Private: locks the schedule (name, organization the caller acts for) FOR UPDATE and returns its id and '
+'organization, or raises schedule.not_found (RQ002).';

@@ -28,12 +28,16 @@ CREATE OR REPLACE FUNCTION pgrun.pause_schedule(name text, organization_id uuid 
 RETURNS TABLE (schedule_id uuid, paused_at timestamptz, changed boolean)
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = ''
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_id uuid := pgrun._schedule_lock(pause_schedule.name, pause_schedule.organization_id);
+    v_id uuid;
+    v_org uuid;
     v_now timestamptz := pgrun.now();
 BEGIN
+    SELECT l.schedule_id, l.organization_id INTO v_id, v_org
+    FROM pgrun._schedule_lock(pause_schedule.name, pause_schedule.organization_id) AS l;
     RETURN QUERY
     UPDATE pgrun.job_schedules AS s
     SET paused_at = v_now,
@@ -45,7 +49,9 @@ BEGIN
     RETURNING s.id, s.paused_at, true;
     IF NOT FOUND THEN
         RETURN QUERY SELECT s.id, s.paused_at, false FROM pgrun.job_schedules AS s WHERE s.id = v_id;
+        RETURN;
     END IF;
+    PERFORM pgrun._audit('schedule.paused', v_org, v_id::text, jsonb_build_object('name', pause_schedule.name));
 END;
 $$;
 
@@ -59,12 +65,16 @@ CREATE OR REPLACE FUNCTION pgrun.resume_schedule(name text, organization_id uuid
 RETURNS TABLE (schedule_id uuid, next_run_at timestamptz, changed boolean)
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = ''
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_id uuid := pgrun._schedule_lock(resume_schedule.name, resume_schedule.organization_id);
+    v_id uuid;
+    v_org uuid;
     v_now timestamptz := pgrun.now();
 BEGIN
+    SELECT l.schedule_id, l.organization_id INTO v_id, v_org
+    FROM pgrun._schedule_lock(resume_schedule.name, resume_schedule.organization_id) AS l;
     RETURN QUERY
     UPDATE pgrun.job_schedules AS s
     SET paused_at = NULL,
@@ -78,7 +88,9 @@ BEGIN
     RETURNING s.id, s.next_run_at, true;
     IF NOT FOUND THEN
         RETURN QUERY SELECT s.id, s.next_run_at, false FROM pgrun.job_schedules AS s WHERE s.id = v_id;
+        RETURN;
     END IF;
+    PERFORM pgrun._audit('schedule.resumed', v_org, v_id::text, jsonb_build_object('name', resume_schedule.name));
 END;
 $$;
 
@@ -92,14 +104,22 @@ CREATE OR REPLACE FUNCTION pgrun.delete_schedule(name text, organization_id uuid
 RETURNS TABLE (schedule_id uuid, ticks_deleted bigint)
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = ''
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_id uuid := pgrun._schedule_lock(delete_schedule.name, delete_schedule.organization_id);
+    v_id uuid;
+    v_org uuid;
     v_ticks bigint;
 BEGIN
+    SELECT l.schedule_id, l.organization_id INTO v_id, v_org
+    FROM pgrun._schedule_lock(delete_schedule.name, delete_schedule.organization_id) AS l;
     SELECT count(*) INTO v_ticks FROM pgrun.schedule_ticks AS t WHERE t.schedule_id = v_id;
     DELETE FROM pgrun.job_schedules AS s WHERE s.id = v_id;
+    PERFORM pgrun._audit(
+        'schedule.deleted', v_org, v_id::text,
+        jsonb_build_object('name', delete_schedule.name, 'ticks_deleted', v_ticks)
+    );
     RETURN QUERY SELECT v_id, v_ticks;
 END;
 $$;
@@ -136,7 +156,8 @@ RETURNS TABLE (
 )
 LANGUAGE sql
 STABLE
-SET search_path = ''
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT
         s.id, s.name, s.organization_id, s.cron, s.timezone, s.job_type, s.queue, s.priority,
@@ -144,7 +165,8 @@ AS $$
         s.paused_at, s.next_run_at, s.last_plan_at, s.last_fired_at, s.planned_until,
         s.claimed_by, s.created_at, s.updated_at
     FROM pgrun.job_schedules AS s
-    WHERE list_schedules.organization_id IS NULL OR s.organization_id = list_schedules.organization_id
+    CROSS JOIN pgrun._caller_scope(list_schedules.organization_id) AS c
+    WHERE pgrun._in_scope(s.organization_id, c.all_organizations, c.organization_ids, c.untenanted)
     ORDER BY s.organization_id NULLS FIRST, s.name
 $$;
 

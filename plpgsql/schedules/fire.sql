@@ -2,10 +2,13 @@
 --
 -- The scheduler computed plan_times with croniter from the rows claim_due_schedules gave it
 -- (the database's now included), per the catch-up policy, and the next run after them. Here:
---   1. the schedule row is locked (FOR UPDATE); with a claim_token, the schedule's current
---      claim must carry it, else schedule.claim_lost and nothing is written (the claim
---      expired and another scheduler took it, or an operator paused or restated the schedule
---      since);
+--   1. the schedule row is locked (FOR UPDATE); its current claim must carry claim_token
+--      and must not have expired, else schedule.claim_lost and nothing is written (the claim
+--      expired, another scheduler took it, or an operator paused or restated the schedule
+--      since). Firing needs a live claim: the claim token is the scheduler's credential, so
+--      no caller fires a schedule it did not claim, nor a paused or disabled one (those are
+--      never claimed; schedule.not_active if one somehow holds a claim). A manual "run now"
+--      is run_schedule_now, an admin function;
 --   2. one tick per (plan time, scope) is inserted ON CONFLICT DO NOTHING (primary key
 --      (schedule_id, scope, plan_time)), and only the ticks this call inserted make jobs:
 --      one INSERT ... SELECT for the jobs (jobs.schedule_id set, run_at = the plan time) and
@@ -29,11 +32,17 @@
 -- Locks, in order: the job_schedules row; the new schedule_ticks keys in (plan_time, scope)
 -- order; the inserted jobs.
 --
--- Errors: schedule.invalid_argument (NULL schedule_id), schedule.invalid_plan_times (NULL,
--- not one-dimensional, NULL elements, not finite, after now, over 10000, more than 100000
--- ticks with the scopes, planned_until before a plan time or after now),
--- schedule.invalid_next_run_at (NULL, not finite, not after every plan time) (RQ003);
--- schedule.not_found (RQ002); schedule.claim_lost (RQ004).
+-- run_schedule_now(name, organization_id) is the operator's "run now": one plan time, the
+-- database's now, for each scope of an enabled, unpaused schedule, through the same tick and
+-- job insert (pgrun._schedule_fire); the schedule's planning state is left as it is, so the
+-- scheduler still fires every plan time the cron owes.
+--
+-- Errors: schedule.invalid_argument (NULL schedule_id or claim_token),
+-- schedule.invalid_plan_times (NULL, not one-dimensional, NULL elements, not finite, after
+-- now, over 10000, more than 100000 ticks with the scopes, planned_until before a plan time
+-- or after now), schedule.invalid_next_run_at (NULL, not finite, not after every plan time,
+-- more than 10 years after now) (RQ003); schedule.not_found (RQ002); schedule.claim_lost
+-- (RQ004); schedule.not_active (RQ001: paused or disabled).
 
 CREATE OR REPLACE FUNCTION pgrun.fire_schedule(
     schedule_id uuid,
@@ -46,24 +55,29 @@ CREATE OR REPLACE FUNCTION pgrun.fire_schedule(
 RETURNS TABLE (plan_time timestamptz, scope text, job_id uuid, created boolean)
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = ''
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
+    c_max_next_run CONSTANT interval := interval '10 years';
     v_now timestamptz := pgrun.now();
     v_s pgrun.job_schedules;
     v_times timestamptz[];
     v_max_time timestamptz;
     v_until timestamptz;
-    v_scopes text[];
     v_problem text;
-    v_new_ids uuid[];
-    v_queues text[];
+    v_plan_times timestamptz[];
+    v_scopes text[];
+    v_job_ids uuid[];
+    v_created boolean[];
 BEGIN
-    IF fire_schedule.schedule_id IS NULL THEN
+    IF fire_schedule.schedule_id IS NULL OR fire_schedule.claim_token IS NULL THEN
         RAISE EXCEPTION 'schedule.invalid_argument' USING
             ERRCODE = 'RQ003',
-            DETAIL = 'schedule_id is NULL',
-            HINT = 'Pass the schedule_id claim_due_schedules returned.';
+            DETAIL = CASE WHEN fire_schedule.schedule_id IS NULL THEN 'schedule_id is NULL'
+                ELSE 'claim_token is NULL: fire_schedule fires only under a claim' END,
+            HINT = 'Pass the schedule_id and claim_token claim_due_schedules returned; to fire a schedule '
+                'by hand, an admin calls run_schedule_now.';
     END IF;
     v_problem := CASE
         WHEN fire_schedule.plan_times IS NULL
@@ -97,12 +111,19 @@ BEGIN
     v_times := ARRAY(SELECT DISTINCT u.t FROM unnest(fire_schedule.plan_times) AS u (t) ORDER BY u.t);
     v_max_time := v_times[cardinality(v_times)];
     v_until := coalesce(fire_schedule.planned_until, v_max_time);
+    -- Bounded: a next run years away would silently stop the schedule. The longest gap a cron
+    -- expression has is a 29 February after a skipped leap year: 8 years.
     IF fire_schedule.next_run_at IS NULL OR NOT isfinite(fire_schedule.next_run_at)
-        OR fire_schedule.next_run_at <= v_max_time THEN
+        OR fire_schedule.next_run_at <= v_max_time
+        OR fire_schedule.next_run_at > v_now + c_max_next_run THEN
         RAISE EXCEPTION 'schedule.invalid_next_run_at' USING
             ERRCODE = 'RQ003',
-            DETAIL = format('next_run_at %s is NULL, not finite, or not after the latest plan time %s',
-                coalesce(fire_schedule.next_run_at::text, 'NULL'), coalesce(v_max_time::text, '(none)')),
+            DETAIL = format(
+                'next_run_at %s is NULL, not finite, not after the latest plan time %s, or more than %s '
+                'after now (%s)',
+                coalesce(fire_schedule.next_run_at::text, 'NULL'), coalesce(v_max_time::text, '(none)'),
+                c_max_next_run, v_now
+            ),
             HINT = 'Pass the first plan time after the database''s now, computed from the cron expression.';
     END IF;
 
@@ -113,7 +134,7 @@ BEGIN
             DETAIL = format('no schedule with id %s', fire_schedule.schedule_id),
             HINT = 'The schedule was deleted; drop the plan.';
     END IF;
-    IF fire_schedule.claim_token IS NOT NULL AND v_s.claim_token IS DISTINCT FROM fire_schedule.claim_token THEN
+    IF v_s.claim_token IS DISTINCT FROM fire_schedule.claim_token OR v_s.claim_expires_at <= v_now THEN
         RAISE EXCEPTION 'schedule.claim_lost' USING
             ERRCODE = 'RQ004',
             DETAIL = format(
@@ -121,75 +142,23 @@ BEGIN
                 CASE
                     WHEN v_s.claim_token IS NULL
                         THEN 'no scheduler holds a claim on it now (released, paused or restated since)'
+                    WHEN v_s.claim_token = fire_schedule.claim_token
+                        THEN format('the claim expired at %s (now %s)', v_s.claim_expires_at, v_now)
                     ELSE format('scheduler %s claimed it since, until %s', v_s.claimed_by, v_s.claim_expires_at)
                 END
             ),
             HINT = 'Drop this plan: another scheduler (or the next pass) plans the schedule from its '
                 'current state.';
     END IF;
-    v_scopes := CASE WHEN v_s.scope_kind = 'none' THEN ARRAY['']::text[] ELSE v_s.scopes END;
-    IF cardinality(v_times) * cardinality(v_scopes) > 100000 THEN
-        RAISE EXCEPTION 'schedule.invalid_plan_times' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('%s plan times x %s scopes is over 100000 ticks in one call',
-                cardinality(v_times), cardinality(v_scopes)),
-            HINT = 'Fire fewer plan times per call.';
-    END IF;
+    PERFORM pgrun._schedule_check_active(v_s);
 
-    WITH wanted AS MATERIALIZED (
-        SELECT p.t AS plan_time, sc.scope, pgrun.uuidv7() AS job_id
-        FROM unnest(v_times) AS p (t)
-        CROSS JOIN unnest(v_scopes) AS sc (scope)
-        ORDER BY p.t, sc.scope
-    ),
-    ticks AS (
-        INSERT INTO pgrun.schedule_ticks AS t (
-            schedule_id, scope, plan_time, job_id, status, fired_by, created_at, updated_at
-        )
-        SELECT
-            v_s.id, w.scope, w.plan_time, w.job_id, 'fired',
-            coalesce(fire_schedule.scheduler_id, v_s.claimed_by), v_now, v_now
-        FROM wanted AS w
-        ORDER BY w.plan_time, w.scope
-        ON CONFLICT ON CONSTRAINT schedule_ticks_pkey DO NOTHING
-        RETURNING t.scope, t.plan_time, t.job_id
-    ),
-    made AS (
-        INSERT INTO pgrun.jobs AS j (
-            id, job_type, queue, priority, status, payload, run_at, max_attempts, timeout_seconds,
-            backoff_base_seconds, backoff_max_seconds, backoff_jitter, organization_id, schedule_id,
-            created_at, updated_at
-        )
-        SELECT
-            k.job_id,
-            v_s.job_type,
-            coalesce(v_s.queue, d.queue, 'default'),
-            coalesce(v_s.priority, d.priority, 100),
-            'queued',
-            CASE WHEN v_s.scope_kind = 'none' THEN v_s.payload
-                ELSE v_s.payload || jsonb_build_object('scope', k.scope) END,
-            k.plan_time,
-            coalesce(v_s.max_attempts, d.max_attempts, 20),
-            coalesce(v_s.timeout_seconds, d.timeout_seconds),
-            coalesce(d.backoff_base_seconds, 2),
-            coalesce(d.backoff_max_seconds, 3600),
-            coalesce(d.backoff_jitter, 0.2),
-            CASE WHEN v_s.scope_kind = 'organization' THEN k.scope::uuid ELSE v_s.organization_id END,
-            v_s.id,
-            v_now,
-            v_now
-        FROM ticks AS k
-        LEFT JOIN pgrun.job_definitions AS d ON d.job_type = v_s.job_type
-        ORDER BY k.job_id
-        RETURNING j.id, j.queue
-    ),
-    events AS (
-        INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, detail, created_at)
-        SELECT m.id, 'enqueued', NULL, 'queued', 0, jsonb_build_object('schedule_id', v_s.id), v_now
-        FROM made AS m
-    )
-    SELECT array_agg(m.id), array_agg(DISTINCT m.queue) INTO v_new_ids, v_queues
-    FROM made AS m;
+    SELECT
+        coalesce(array_agg(f.plan_time ORDER BY f.plan_time, f.scope), '{}'),
+        coalesce(array_agg(f.scope ORDER BY f.plan_time, f.scope), '{}'),
+        coalesce(array_agg(f.job_id ORDER BY f.plan_time, f.scope), '{}'),
+        coalesce(array_agg(f.created ORDER BY f.plan_time, f.scope), '{}')
+    INTO v_plan_times, v_scopes, v_job_ids, v_created
+    FROM pgrun._schedule_fire(v_s, v_times, coalesce(fire_schedule.scheduler_id, v_s.claimed_by)) AS f;
 
     UPDATE pgrun.job_schedules AS s
     SET planned_until = greatest(s.planned_until, v_until),
@@ -198,24 +167,14 @@ BEGIN
             WHEN v_max_time IS NULL THEN s.last_plan_at
             ELSE greatest(s.last_plan_at, v_max_time)
         END,
-        last_fired_at = CASE WHEN v_new_ids IS NULL THEN s.last_fired_at ELSE v_now END,
-        claimed_by = CASE WHEN fire_schedule.claim_token IS NULL THEN s.claimed_by END,
-        claim_token = CASE WHEN fire_schedule.claim_token IS NULL THEN s.claim_token END,
-        claim_expires_at = CASE WHEN fire_schedule.claim_token IS NULL THEN s.claim_expires_at END,
+        last_fired_at = CASE WHEN true = ANY (v_created) THEN v_now ELSE s.last_fired_at END,
+        claimed_by = NULL,
+        claim_token = NULL,
+        claim_expires_at = NULL,
         updated_at = v_now
     WHERE s.id = v_s.id;
 
-    IF v_queues IS NOT NULL THEN
-        PERFORM pgrun._notify_queues(v_queues);
-    END IF;
-
-    RETURN QUERY
-    SELECT t.plan_time, t.scope, t.job_id, t.job_id = ANY (coalesce(v_new_ids, '{}'::uuid[]))
-    FROM unnest(v_times) AS p (t)
-    CROSS JOIN unnest(v_scopes) AS sc (scope)
-    INNER JOIN pgrun.schedule_ticks AS t
-        ON t.schedule_id = v_s.id AND t.scope = sc.scope AND t.plan_time = p.t
-    ORDER BY t.plan_time, t.scope;
+    RETURN QUERY SELECT * FROM unnest(v_plan_times, v_scopes, v_job_ids, v_created);
 END;
 $$;
 
@@ -229,3 +188,175 @@ COMMENT ON FUNCTION pgrun.fire_schedule(uuid, timestamptz[], timestamptz, uuid, 
 'fired or skipped. Jobs are ordinary jobs (jobs.schedule_id set, run_at = plan time; scoped: payload '
 '"scope"). Returns plan_time, scope, job_id, created. Errors (RQ003): schedule.invalid_argument, '
 'schedule.invalid_plan_times, schedule.invalid_next_run_at; schedule.not_found (RQ002).';
+
+-- The ticks and jobs of plan times p_times of schedule p_s, one per (plan time, scope), ever:
+-- the tick insert ON CONFLICT DO NOTHING decides, and only the ticks this call inserted make
+-- jobs (one INSERT ... SELECT, with their 'enqueued' events and one NOTIFY per queue). Returns
+-- every (plan_time, scope) with the job its tick names and whether this call created it. The
+-- caller holds the schedule row (FOR UPDATE) and updates its planning state.
+CREATE OR REPLACE FUNCTION pgrun._schedule_fire(
+    p_s pgrun.job_schedules,
+    p_times timestamptz[],
+    p_fired_by text
+)
+RETURNS TABLE (plan_time timestamptz, scope text, job_id uuid, created boolean)
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_now timestamptz := pgrun.now();
+    v_scopes text[] := CASE WHEN p_s.scope_kind = 'none' THEN ARRAY['']::text[] ELSE p_s.scopes END;
+    v_new_ids uuid[];
+    v_queues text[];
+BEGIN
+    IF cardinality(p_times) * cardinality(v_scopes) > 100000 THEN
+        RAISE EXCEPTION 'schedule.invalid_plan_times' USING
+            ERRCODE = 'RQ003',
+            DETAIL = format('%s plan times x %s scopes is over 100000 ticks in one call',
+                cardinality(p_times), cardinality(v_scopes)),
+            HINT = 'Fire fewer plan times per call.';
+    END IF;
+
+    WITH wanted AS MATERIALIZED (
+        SELECT p.t AS plan_time, sc.scope, pgrun.uuidv7() AS job_id
+        FROM unnest(p_times) AS p (t)
+        CROSS JOIN unnest(v_scopes) AS sc (scope)
+        ORDER BY p.t, sc.scope
+    ),
+    ticks AS (
+        INSERT INTO pgrun.schedule_ticks AS t (
+            schedule_id, scope, plan_time, job_id, status, fired_by, created_at, updated_at
+        )
+        SELECT p_s.id, w.scope, w.plan_time, w.job_id, 'fired', p_fired_by, v_now, v_now
+        FROM wanted AS w
+        ORDER BY w.plan_time, w.scope
+        ON CONFLICT ON CONSTRAINT schedule_ticks_pkey DO NOTHING
+        RETURNING t.scope, t.plan_time, t.job_id
+    ),
+    made AS (
+        INSERT INTO pgrun.jobs AS j (
+            id, job_type, queue, priority, status, payload, run_at, max_attempts, timeout_seconds,
+            backoff_base_seconds, backoff_max_seconds, backoff_jitter, organization_id, schedule_id,
+            created_at, updated_at
+        )
+        SELECT
+            k.job_id,
+            p_s.job_type,
+            coalesce(p_s.queue, d.queue, 'default'),
+            coalesce(p_s.priority, d.priority, 100),
+            'queued',
+            CASE WHEN p_s.scope_kind = 'none' THEN p_s.payload
+                ELSE p_s.payload || jsonb_build_object('scope', k.scope) END,
+            k.plan_time,
+            coalesce(p_s.max_attempts, d.max_attempts, 20),
+            coalesce(p_s.timeout_seconds, d.timeout_seconds),
+            coalesce(d.backoff_base_seconds, 2),
+            coalesce(d.backoff_max_seconds, 3600),
+            coalesce(d.backoff_jitter, 0.2),
+            CASE WHEN p_s.scope_kind = 'organization' THEN k.scope::uuid ELSE p_s.organization_id END,
+            p_s.id,
+            v_now,
+            v_now
+        FROM ticks AS k
+        LEFT JOIN pgrun.job_definitions AS d ON d.job_type = p_s.job_type
+        ORDER BY k.job_id
+        RETURNING j.id, j.queue
+    ),
+    events AS (
+        INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, detail, created_at)
+        SELECT m.id, 'enqueued', NULL, 'queued', 0, jsonb_build_object('schedule_id', p_s.id), v_now
+        FROM made AS m
+    )
+    SELECT array_agg(m.id), array_agg(DISTINCT m.queue) INTO v_new_ids, v_queues
+    FROM made AS m;
+
+    IF v_queues IS NOT NULL THEN
+        PERFORM pgrun._notify_queues(v_queues);
+    END IF;
+
+    RETURN QUERY
+    SELECT t.plan_time, t.scope, t.job_id, t.job_id = ANY (coalesce(v_new_ids, '{}'::uuid[]))
+    FROM unnest(p_times) AS p (t)
+    CROSS JOIN unnest(v_scopes) AS sc (scope)
+    INNER JOIN pgrun.schedule_ticks AS t
+        ON t.schedule_id = p_s.id AND t.scope = sc.scope AND t.plan_time = p.t
+    ORDER BY t.plan_time, t.scope;
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._schedule_fire(pgrun.job_schedules, timestamptz[], text) FROM public;
+
+COMMENT ON FUNCTION pgrun._schedule_fire(pgrun.job_schedules, timestamptz[], text) IS
+'Private: the ticks and jobs of a schedule''s plan times, each (plan time, scope) once ever; returns '
+'plan_time, scope, job_id, created.';
+
+-- Paused and disabled schedules never fire: schedule.not_active (RQ001).
+CREATE OR REPLACE FUNCTION pgrun._schedule_check_active(p_s pgrun.job_schedules)
+RETURNS void
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF NOT p_s.enabled OR p_s.paused_at IS NOT NULL THEN
+        RAISE EXCEPTION 'schedule.not_active' USING
+            ERRCODE = 'RQ001',
+            DETAIL = format('schedule %s (%s) is %s', p_s.id, p_s.name,
+                CASE WHEN p_s.paused_at IS NOT NULL THEN format('paused since %s', p_s.paused_at)
+                    ELSE 'disabled' END),
+            HINT = 'A paused or disabled schedule does not fire; resume_schedule, or upsert it with '
+                'enabled => true, first.';
+    END IF;
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._schedule_check_active(pgrun.job_schedules) FROM public;
+
+COMMENT ON FUNCTION pgrun._schedule_check_active(pgrun.job_schedules) IS
+'Private: raises schedule.not_active (RQ001) for a paused or disabled schedule.';
+
+CREATE OR REPLACE FUNCTION pgrun.run_schedule_now(name text, organization_id uuid DEFAULT NULL)
+RETURNS TABLE (plan_time timestamptz, scope text, job_id uuid, created boolean)
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_now timestamptz := pgrun.now();
+    v_s pgrun.job_schedules;
+    v_id uuid;
+    v_org uuid;
+    v_plan_times timestamptz[];
+    v_scopes text[];
+    v_job_ids uuid[];
+    v_created boolean[];
+BEGIN
+    SELECT l.schedule_id, l.organization_id INTO v_id, v_org
+    FROM pgrun._schedule_lock(run_schedule_now.name, run_schedule_now.organization_id) AS l;
+    SELECT s.* INTO v_s FROM pgrun.job_schedules AS s WHERE s.id = v_id;
+    PERFORM pgrun._schedule_check_active(v_s);
+
+    SELECT
+        array_agg(f.plan_time ORDER BY f.scope), array_agg(f.scope ORDER BY f.scope),
+        array_agg(f.job_id ORDER BY f.scope), array_agg(f.created ORDER BY f.scope)
+    INTO v_plan_times, v_scopes, v_job_ids, v_created
+    FROM pgrun._schedule_fire(v_s, ARRAY[v_now], 'run_schedule_now:' || session_user) AS f;
+    IF true = ANY (v_created) THEN
+        UPDATE pgrun.job_schedules AS s SET last_fired_at = v_now, updated_at = v_now WHERE s.id = v_s.id;
+        PERFORM pgrun._audit(
+            'schedule.run_now', v_org, v_s.id::text,
+            jsonb_build_object('name', v_s.name, 'plan_time', v_now, 'job_ids', to_jsonb(v_job_ids))
+        );
+    END IF;
+    RETURN QUERY SELECT * FROM unnest(v_plan_times, v_scopes, v_job_ids, v_created);
+END;
+$$;
+
+COMMENT ON FUNCTION pgrun.run_schedule_now(text, uuid) IS
+'Fire the schedule (name, organization_id) once now, by hand: one tick and one job per scope at plan time '
+'= the database''s now, exactly as the scheduler would (a second call in the same transaction returns the '
+'same jobs with created = false). The schedule''s planning state is untouched, so no plan time the cron '
+'owes is skipped. Returns plan_time, scope, job_id, created. Errors: schedule.not_found (RQ002), '
+'schedule.invalid_name (RQ003), schedule.not_active (RQ001: paused or disabled).';

@@ -53,7 +53,8 @@ CREATE OR REPLACE FUNCTION pgrun.upsert_schedule(
 RETURNS TABLE (schedule_id uuid, created boolean, changed boolean, next_run_at timestamptz)
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = ''
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_now timestamptz := pgrun.now();
@@ -67,6 +68,8 @@ DECLARE
     v_request jsonb;
     v_old pgrun.job_schedules;
     v_new pgrun.job_schedules;
+    v_org uuid;
+    v_allowed boolean;
 BEGIN
     IF upsert_schedule.name IS NULL OR upsert_schedule.name <> btrim(upsert_schedule.name)
         OR length(upsert_schedule.name) NOT BETWEEN 1 AND 200 THEN
@@ -75,6 +78,13 @@ BEGIN
             DETAIL = format('name %s is NULL, blank, has surrounding blanks or is over 200 characters',
                 coalesce(quote_literal(left(upsert_schedule.name, 220)), 'NULL')),
             HINT = 'Name the schedule with 1..200 characters, e.g. reports.nightly.';
+    END IF;
+    -- Tenancy: the schedule belongs to the organization the caller acts for; a worker declares
+    -- schedules of the job types in its scope only (util/_access.sql).
+    SELECT o.organization_id, o.allowed INTO v_org, v_allowed
+    FROM pgrun._caller_organization(upsert_schedule.organization_id) AS o;
+    IF NOT v_allowed THEN
+        PERFORM pgrun._raise_organization_denied(v_org);
     END IF;
     v_cron := pgrun._schedule_check_cron(upsert_schedule.cron);
     PERFORM pgrun._schedule_check_timezone(upsert_schedule.timezone);
@@ -87,7 +97,7 @@ BEGIN
         'priority', upsert_schedule.priority,
         'max_attempts', upsert_schedule.max_attempts,
         'timeout_seconds', upsert_schedule.timeout_seconds,
-        'organization_id', upsert_schedule.organization_id
+        'organization_id', v_org
     );
     SELECT c.bad_code INTO v_bad_code FROM pgrun._enqueue_check(jsonb_build_array(v_request)) AS c;
     IF v_bad_code IS NOT NULL THEN
@@ -119,7 +129,21 @@ BEGIN
             HINT = 'With catch_up none, a plan time fires only if the scheduler sees it at most this '
                 'many seconds late; the default is 60.';
     END IF;
-    v_scopes := pgrun._schedule_check_scopes(v_scope_kind, upsert_schedule.scopes, upsert_schedule.organization_id);
+    v_scopes := pgrun._schedule_check_scopes(v_scope_kind, upsert_schedule.scopes, v_org);
+    -- Organization scopes make jobs for other organizations: only for a caller that may act
+    -- for any organization it names.
+    IF v_scope_kind = 'organization'
+        AND (SELECT w.allowed_organizations FROM pgrun._caller_write_organizations() AS w) IS NOT NULL THEN
+        RAISE EXCEPTION 'access.organization_denied' USING
+            ERRCODE = '42501',
+            DETAIL = format('role %s may not declare a schedule scoped by organization', session_user),
+            HINT = 'scope_kind organization makes jobs for every organization in scopes: it needs an admin '
+                'or a role that may act for any organization (pgrun.set_role_access).';
+    END IF;
+    PERFORM pgrun._caller_check_scope(
+        CASE WHEN upsert_schedule.queue IS NULL THEN NULL ELSE ARRAY[upsert_schedule.queue] END,
+        ARRAY[upsert_schedule.job_type]
+    );
     IF v_scope_kind <> 'none' AND v_payload ? 'scope' THEN
         RAISE EXCEPTION 'schedule.reserved_payload_key' USING
             ERRCODE = 'RQ003',
@@ -130,7 +154,7 @@ BEGIN
     SELECT s.* INTO v_old
     FROM pgrun.job_schedules AS s
     WHERE coalesce(s.organization_id, '00000000-0000-0000-0000-000000000000'::uuid)
-        = coalesce(upsert_schedule.organization_id, '00000000-0000-0000-0000-000000000000'::uuid)
+        = coalesce(v_org, '00000000-0000-0000-0000-000000000000'::uuid)
         AND s.name = upsert_schedule.name
     FOR UPDATE;
 
@@ -141,7 +165,7 @@ BEGIN
             forbid_stale_reentry, enabled, planned_until, next_run_at, created_at, updated_at
         )
         VALUES (
-            upsert_schedule.name, upsert_schedule.organization_id, v_cron, upsert_schedule.timezone,
+            upsert_schedule.name, v_org, v_cron, upsert_schedule.timezone,
             upsert_schedule.job_type, v_payload, upsert_schedule.queue, upsert_schedule.priority,
             upsert_schedule.max_attempts, upsert_schedule.timeout_seconds, upsert_schedule.catch_up,
             upsert_schedule.backfill_limit, upsert_schedule.misfire_grace_seconds, v_scope_kind, v_scopes,
@@ -152,13 +176,14 @@ BEGIN
         ON CONFLICT DO NOTHING
         RETURNING s.* INTO v_new;
         IF v_new.id IS NOT NULL THEN
+            PERFORM pgrun._schedule_audit_upsert(v_new);
             RETURN QUERY SELECT v_new.id, true, true, v_new.next_run_at;
             RETURN;
         END IF;
         SELECT s.* INTO v_old
         FROM pgrun.job_schedules AS s
         WHERE coalesce(s.organization_id, '00000000-0000-0000-0000-000000000000'::uuid)
-            = coalesce(upsert_schedule.organization_id, '00000000-0000-0000-0000-000000000000'::uuid)
+            = coalesce(v_org, '00000000-0000-0000-0000-000000000000'::uuid)
             AND s.name = upsert_schedule.name
         FOR UPDATE;
     END IF;
@@ -203,7 +228,9 @@ BEGIN
         claim_token = NULL,
         claim_expires_at = NULL,
         updated_at = v_now
-    WHERE s.id = v_old.id;
+    WHERE s.id = v_old.id
+    RETURNING s.* INTO v_new;
+    PERFORM pgrun._schedule_audit_upsert(v_new);
 
     RETURN QUERY SELECT v_old.id, false, true, v_now;
 END;
@@ -226,3 +253,27 @@ COMMENT ON FUNCTION pgrun.upsert_schedule(
 '(RQ003): schedule.invalid_name, schedule.invalid_cron, schedule.invalid_timezone, '
 'schedule.invalid_catch_up, schedule.invalid_backfill_limit, schedule.invalid_misfire_grace, '
 'schedule.invalid_scopes, schedule.reserved_payload_key, and enqueue_job''s job.* input codes.';
+
+-- The audit row of a created or changed schedule: its whole declaration.
+CREATE OR REPLACE FUNCTION pgrun._schedule_audit_upsert(p_schedule pgrun.job_schedules)
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM pgrun._audit(
+        'schedule.upserted', p_schedule.organization_id, p_schedule.id::text,
+        jsonb_build_object(
+            'name', p_schedule.name, 'cron', p_schedule.cron, 'timezone', p_schedule.timezone,
+            'job_type', p_schedule.job_type, 'queue', p_schedule.queue, 'enabled', p_schedule.enabled,
+            'catch_up', p_schedule.catch_up, 'scope_kind', p_schedule.scope_kind
+        )
+    );
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._schedule_audit_upsert(pgrun.job_schedules) FROM public;
+
+COMMENT ON FUNCTION pgrun._schedule_audit_upsert(pgrun.job_schedules) IS
+'Private: the audit_log row of a schedule upsert_schedule created or changed.';

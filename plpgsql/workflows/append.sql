@@ -37,7 +37,8 @@ CREATE OR REPLACE FUNCTION pgrun.append_workflow_steps(
 RETURNS TABLE (mutation_id uuid, created boolean, step_keys text[], run_status text)
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = ''
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     c_max_steps CONSTANT integer := 10000;
@@ -53,6 +54,7 @@ DECLARE
     v_roots text[];
     v_finished text[];
     v_skipped uuid[] := '{}'::uuid[];
+    v_org uuid;
 BEGIN
     IF append_workflow_steps.run_id IS NULL
         OR length(append_workflow_steps.mutation_key) NOT BETWEEN 1 AND 256 THEN
@@ -70,7 +72,8 @@ BEGIN
     v_steps := pgrun._workflow_check_steps(append_workflow_steps.steps, NULL);
     v_request := jsonb_build_object('steps', v_steps);
 
-    PERFORM pgrun._workflow_find_run(append_workflow_steps.run_id, append_workflow_steps.organization_id);
+    SELECT f.organization_id INTO v_org
+    FROM pgrun._workflow_find_run(append_workflow_steps.run_id, append_workflow_steps.organization_id) AS f;
     PERFORM pgrun._workflow_lock_runs(ARRAY[append_workflow_steps.run_id], 'try_shared');
     SELECT r.status INTO v_status
     FROM pgrun.workflow_runs AS r
@@ -185,6 +188,12 @@ BEGIN
         cardinality(v_keys) || array_fill(-1, ARRAY[cardinality(v_skipped)])
     );
     SELECT r.status INTO v_status FROM pgrun.workflow_runs AS r WHERE r.id = append_workflow_steps.run_id;
+    PERFORM pgrun._audit(
+        'workflow_run.appended', v_org, append_workflow_steps.run_id::text,
+        jsonb_build_object(
+            'mutation_id', v_mutation_id, 'mutation_key', append_workflow_steps.mutation_key, 'step_keys', v_keys
+        )
+    );
 
     RETURN QUERY SELECT v_mutation_id, true, v_keys, v_status;
 END;
@@ -202,21 +211,28 @@ COMMENT ON FUNCTION pgrun.append_workflow_steps(uuid, text, jsonb, uuid) IS
 'workflow.run_not_found (RQ002), workflow.run_finished (RQ001: the run is not running), '
 'workflow.release_conflict (RQ001: a cancel of the run is in progress; retry).';
 
--- The run, if it exists and the organization (when given) owns it; else
--- workflow.run_not_found. No lock.
-CREATE OR REPLACE FUNCTION pgrun._workflow_find_run(p_run_id uuid, p_organization_id uuid)
-RETURNS text
+-- The run's status and organization, if it exists and the caller's scope
+-- (pgrun._caller_scope of the organization_id it passed) contains it; else
+-- workflow.run_not_found, exactly as for a run that does not exist. No lock.
+CREATE OR REPLACE FUNCTION pgrun._workflow_find_run(
+    p_run_id uuid,
+    p_organization_id uuid,
+    OUT status text,
+    OUT organization_id uuid
+)
 LANGUAGE plpgsql
 STABLE
-SET search_path = ''
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_status text;
+    v_scope record;
 BEGIN
-    SELECT r.status INTO v_status
+    SELECT c.all_organizations, c.organization_ids, c.untenanted INTO v_scope
+    FROM pgrun._caller_scope(p_organization_id) AS c;
+    SELECT r.status, r.organization_id INTO status, organization_id
     FROM pgrun.workflow_runs AS r
     WHERE r.id = p_run_id
-      AND (p_organization_id IS NULL OR r.organization_id = p_organization_id);
+      AND pgrun._in_scope(r.organization_id, v_scope.all_organizations, v_scope.organization_ids, v_scope.untenanted);
     IF NOT FOUND THEN
         RAISE EXCEPTION 'workflow.run_not_found' USING
             ERRCODE = 'RQ002',
@@ -226,11 +242,10 @@ BEGIN
             END),
             HINT = 'Check the run id (and the organization it belongs to).';
     END IF;
-    RETURN v_status;
 END;
 $$;
 
 REVOKE EXECUTE ON FUNCTION pgrun._workflow_find_run(uuid, uuid) FROM public;
 
 COMMENT ON FUNCTION pgrun._workflow_find_run(uuid, uuid) IS
-'Private: the status of a run visible to the organization (when given); raises workflow.run_not_found.';
+'Private: the status and organization of a run the caller may see; raises workflow.run_not_found.';

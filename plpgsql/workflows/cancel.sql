@@ -44,7 +44,8 @@ RETURNS TABLE (
 )
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = ''
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     c_max_rounds CONSTANT integer := 100;
@@ -57,6 +58,7 @@ DECLARE
     v_steps integer;
     v_cancelled integer;
     v_requested integer;
+    v_org uuid;
 BEGIN
     IF cancel_workflow_run.run_id IS NULL THEN
         RAISE EXCEPTION 'workflow.invalid_argument' USING
@@ -65,7 +67,8 @@ BEGIN
             HINT = 'Pass the id of the run to cancel.';
     END IF;
 
-    v_status := pgrun._workflow_find_run(cancel_workflow_run.run_id, cancel_workflow_run.organization_id);
+    SELECT f.status, f.organization_id INTO v_status, v_org
+    FROM pgrun._workflow_find_run(cancel_workflow_run.run_id, cancel_workflow_run.organization_id) AS f;
     IF v_status = 'cancelled' THEN
         RETURN QUERY SELECT v_status, false, 0, 0, 0;
         RETURN;
@@ -149,10 +152,11 @@ BEGIN
     ),
 
     events AS (
-        INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, detail, created_at)
+        INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, detail, created_at, actor)
         SELECT
             c.id, 'cancelled', 'queued', 'cancelled', c.total_attempts,
-            jsonb_build_object('reason', v_reason, 'workflow_run_id', cancel_workflow_run.run_id), v_now
+            jsonb_build_object('reason', v_reason, 'workflow_run_id', cancel_workflow_run.run_id), v_now,
+            session_user
         FROM cancelled AS c
     )
 
@@ -168,10 +172,13 @@ BEGIN
     ),
 
     events AS (
-        INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, worker_id, detail, created_at)
+        INSERT INTO pgrun.job_events (
+            job_id, event, from_status, to_status, attempt, worker_id, detail, created_at, actor
+        )
         SELECT
             r.id, 'cancel_requested', 'running', 'running', r.total_attempts, r.worker_id,
-            jsonb_build_object('reason', v_reason, 'workflow_run_id', cancel_workflow_run.run_id), v_now
+            jsonb_build_object('reason', v_reason, 'workflow_run_id', cancel_workflow_run.run_id), v_now,
+            session_user
         FROM requested AS r
     )
 
@@ -185,6 +192,13 @@ BEGIN
         updated_at = v_now
     WHERE r.id = cancel_workflow_run.run_id;
 
+    PERFORM pgrun._audit(
+        'workflow_run.cancelled', v_org, cancel_workflow_run.run_id::text,
+        jsonb_build_object(
+            'reason', v_reason, 'cancelled_steps', v_steps, 'cancelled_jobs', v_cancelled,
+            'cancel_requested_jobs', v_requested
+        )
+    );
     RETURN QUERY SELECT 'cancelled'::text, true, v_steps, v_cancelled, v_requested;
 END;
 $$;

@@ -37,7 +37,8 @@ CREATE OR REPLACE FUNCTION pgrun.enqueue_workflow(spec jsonb)
 RETURNS TABLE (run_id uuid, created boolean, status text)
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = ''
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     c_max_spec_bytes CONSTANT integer := 16777216;
@@ -57,6 +58,7 @@ DECLARE
     v_existing_request jsonb;
     v_roots text[];
     v_problem text;
+    v_allowed boolean;
 BEGIN
     IF enqueue_workflow.spec IS NULL OR jsonb_typeof(enqueue_workflow.spec) <> 'object' THEN
         RAISE EXCEPTION 'workflow.invalid_spec' USING
@@ -107,7 +109,12 @@ BEGIN
 
     v_name := enqueue_workflow.spec ->> 'name';
     v_key := enqueue_workflow.spec ->> 'idempotency_key';
-    v_org := (enqueue_workflow.spec ->> 'organization_id')::uuid;
+    -- Tenancy: the run (and every job it makes) is stamped with the caller's organization.
+    SELECT o.organization_id, o.allowed INTO v_org, v_allowed
+    FROM pgrun._caller_organization((enqueue_workflow.spec ->> 'organization_id')::uuid) AS o;
+    IF NOT v_allowed THEN
+        PERFORM pgrun._raise_organization_denied(v_org);
+    END IF;
     v_metadata := coalesce(nullif(enqueue_workflow.spec -> 'metadata', 'null'::jsonb), '{}'::jsonb);
     IF pg_column_size(v_metadata) > c_max_metadata_bytes THEN
         RAISE EXCEPTION 'workflow.payload_too_large' USING
@@ -205,7 +212,7 @@ CREATE OR REPLACE FUNCTION pgrun._workflow_insert_steps(p_run_id uuid, p_steps j
 RETURNS void
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = ''
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_now timestamptz := pgrun.now();
@@ -250,7 +257,7 @@ CREATE OR REPLACE FUNCTION pgrun._workflow_request_diff(p_stored jsonb, p_new js
 RETURNS text
 LANGUAGE sql
 IMMUTABLE
-SET search_path = ''
+SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT coalesce(
         string_agg(d.what, ', ' ORDER BY d.ord, d.what) FILTER (WHERE d.rn <= 10)

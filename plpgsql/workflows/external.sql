@@ -33,7 +33,8 @@ CREATE OR REPLACE FUNCTION pgrun.complete_external_step(
 RETURNS TABLE (step_status text, run_status text, changed boolean)
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = ''
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     c_max_output_bytes CONSTANT integer := 1048576;
@@ -42,6 +43,7 @@ DECLARE
     v_target text;
     v_run_status text;
     v_closed uuid[];
+    v_org uuid;
 BEGIN
     IF complete_external_step.run_id IS NULL OR complete_external_step.step_key IS NULL
         OR complete_external_step.succeeded IS NULL THEN
@@ -59,7 +61,8 @@ BEGIN
     END IF;
     v_target := CASE WHEN complete_external_step.succeeded THEN 'succeeded' ELSE 'failed' END;
 
-    PERFORM pgrun._workflow_find_run(complete_external_step.run_id, complete_external_step.organization_id);
+    SELECT f.organization_id INTO v_org
+    FROM pgrun._workflow_find_run(complete_external_step.run_id, complete_external_step.organization_id) AS f;
     PERFORM pgrun._workflow_lock_runs(ARRAY[complete_external_step.run_id], 'try_shared');
     SELECT r.status INTO v_run_status
     FROM pgrun.workflow_runs AS r
@@ -116,6 +119,10 @@ BEGIN
     PERFORM pgrun._workflow_settle_runs(v_closed, array_fill(-1, ARRAY[cardinality(v_closed)]));
 
     SELECT r.status INTO v_run_status FROM pgrun.workflow_runs AS r WHERE r.id = complete_external_step.run_id;
+    PERFORM pgrun._audit(
+        'workflow_step.completed', v_org, complete_external_step.run_id::text,
+        jsonb_build_object('step_key', complete_external_step.step_key, 'status', v_target)
+    );
     RETURN QUERY SELECT v_target, v_run_status, true;
 END;
 $$;

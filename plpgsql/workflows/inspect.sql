@@ -23,11 +23,16 @@ CREATE OR REPLACE FUNCTION pgrun.get_workflow_run(run_id uuid, organization_id u
 RETURNS jsonb
 LANGUAGE plpgsql
 STABLE
-SET search_path = ''
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
+    v_scope record;
     v_run jsonb;
 BEGIN
+    SELECT c.all_organizations, c.organization_ids, c.untenanted INTO v_scope
+    FROM pgrun._caller_scope(get_workflow_run.organization_id) AS c;
+
     SELECT
         (to_jsonb(r) - 'enqueue_request')
         || jsonb_build_object(
@@ -97,7 +102,7 @@ BEGIN
     INTO v_run
     FROM pgrun.workflow_runs AS r
     WHERE r.id = get_workflow_run.run_id
-      AND (get_workflow_run.organization_id IS NULL OR r.organization_id = get_workflow_run.organization_id);
+      AND pgrun._in_scope(r.organization_id, v_scope.all_organizations, v_scope.organization_ids, v_scope.untenanted);
 
     IF v_run IS NULL THEN
         RAISE EXCEPTION 'workflow.run_not_found' USING
@@ -131,10 +136,11 @@ CREATE OR REPLACE FUNCTION pgrun._list_workflow_runs(
 RETURNS SETOF pgrun.workflow_runs
 LANGUAGE plpgsql
 STABLE
-SET search_path = ''
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_limit integer := coalesce(p_max_rows, 50);
+    v_scope record;
 BEGIN
     IF p_status IS NOT NULL AND p_status NOT IN ('running', 'succeeded', 'failed', 'cancelled') THEN
         RAISE EXCEPTION 'workflow.invalid_status' USING
@@ -149,11 +155,14 @@ BEGIN
             HINT = 'Page with after_id instead of asking for more rows at once.';
     END IF;
 
+    SELECT c.all_organizations, c.organization_ids, c.untenanted INTO v_scope
+    FROM pgrun._caller_scope(p_organization_id) AS c;
+
     RETURN QUERY
     SELECT r.*
     FROM pgrun.workflow_runs AS r
     WHERE (p_status IS NULL OR r.status = p_status)
-      AND (p_organization_id IS NULL OR r.organization_id = p_organization_id)
+      AND pgrun._in_scope(r.organization_id, v_scope.all_organizations, v_scope.organization_ids, v_scope.untenanted)
       AND (p_after_id IS NULL OR r.id > p_after_id)
     ORDER BY r.id
     LIMIT v_limit;
@@ -186,7 +195,8 @@ RETURNS TABLE (
 )
 LANGUAGE sql
 STABLE
-SET search_path = ''
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT
         r.id, r.name, r.status, r.organization_id, r.idempotency_key, r.metadata, r.open_step_count,

@@ -35,7 +35,7 @@ def _database_url(args: argparse.Namespace) -> str:
 def cmd_migrate(args: argparse.Namespace) -> int:
     log: list[str] = []
     try:
-        applied = migrations.migrate(_database_url(args), log)
+        applied = migrations.migrate(_database_url(args), log, prefix=args.role_prefix)
     except migrations.MigrationError as exc:
         print(f"pgrun migrate: {exc}", file=sys.stderr)
         return 1
@@ -369,6 +369,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("migrate", help="apply the schema to DATABASE_URL")
     p.add_argument("--database-url", help="defaults to $DATABASE_URL")
+    p.add_argument(
+        "--role-prefix",
+        help="the prefix of pgrun's group roles on a first install (default pgrun, or $PGRUN_ROLE_PREFIX): "
+        "<prefix>_owner, _admin, _producer, _worker, _reader (docs/security.md)",
+    )
     p.set_defaults(func=cmd_migrate)
 
     p = sub.add_parser("check-schema", help="read-only: does the database match this code?")

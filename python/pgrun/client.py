@@ -370,13 +370,13 @@ def _set_job_runtime_config(
     return _one(q.SET_JOB_RUNTIME_CONFIG, params, RuntimeConfig)
 
 
-def _queue_depth() -> Call[list[QueueDepth]]:
-    params: dict[str, Any] = {}
+def _queue_depth(*, organization_id: Id | None) -> Call[list[QueueDepth]]:
+    params: dict[str, Any] = dict(organization_id=organization_id)
     return _all(q.QUEUE_DEPTH, params, QueueDepth)
 
 
-def _job_metrics() -> Call[list[JobMetrics]]:
-    params: dict[str, Any] = {}
+def _job_metrics(*, organization_id: Id | None) -> Call[list[JobMetrics]]:
+    params: dict[str, Any] = dict(organization_id=organization_id)
     return _all(q.JOB_METRICS, params, JobMetrics)
 
 
@@ -678,13 +678,15 @@ class Client:
             )
         )
 
-    def queue_depth(self) -> list[QueueDepth]:
-        """Ready, delayed and running jobs per queue and type (view pgrun.queue_depth)."""
-        return self._run(_queue_depth())
+    def queue_depth(self, *, organization_id: Id | None = None) -> list[QueueDepth]:
+        """Ready, delayed and running jobs per queue and type (pgrun.queue_depth), of the
+        jobs this role may see (one organization's with ``organization_id``)."""
+        return self._run(_queue_depth(organization_id=organization_id))
 
-    def job_metrics(self) -> list[JobMetrics]:
-        """Counts, rates and latencies per type and queue (view pgrun.job_metrics)."""
-        return self._run(_job_metrics())
+    def job_metrics(self, *, organization_id: Id | None = None) -> list[JobMetrics]:
+        """Counts, rates and latencies per type and queue (pgrun.job_metrics), of the jobs
+        this role may see (one organization's with ``organization_id``)."""
+        return self._run(_job_metrics(organization_id=organization_id))
 
     def enqueue_workflow(self, spec: JsonObject | WorkflowLike) -> EnqueuedRun:
         """Start a workflow run (pgrun.enqueue_workflow) from a spec dict or a pgrun.workflow.Workflow."""
@@ -993,13 +995,15 @@ class AsyncClient:
             )
         )
 
-    async def queue_depth(self) -> list[QueueDepth]:
-        """Ready, delayed and running jobs per queue and type (view pgrun.queue_depth)."""
-        return await self._run(_queue_depth())
+    async def queue_depth(self, *, organization_id: Id | None = None) -> list[QueueDepth]:
+        """Ready, delayed and running jobs per queue and type (pgrun.queue_depth), of the
+        jobs this role may see (one organization's with ``organization_id``)."""
+        return await self._run(_queue_depth(organization_id=organization_id))
 
-    async def job_metrics(self) -> list[JobMetrics]:
-        """Counts, rates and latencies per type and queue (view pgrun.job_metrics)."""
-        return await self._run(_job_metrics())
+    async def job_metrics(self, *, organization_id: Id | None = None) -> list[JobMetrics]:
+        """Counts, rates and latencies per type and queue (pgrun.job_metrics), of the jobs
+        this role may see (one organization's with ``organization_id``)."""
+        return await self._run(_job_metrics(organization_id=organization_id))
 
     async def enqueue_workflow(self, spec: JsonObject | WorkflowLike) -> EnqueuedRun:
         """Start a workflow run (pgrun.enqueue_workflow) from a spec dict or a pgrun.workflow.Workflow."""

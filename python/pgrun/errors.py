@@ -1,11 +1,14 @@
 """pgrun's errors as Python exceptions: one class per SQLSTATE category, mapped in one place.
 
 Every pgrun SQL function raises with MESSAGE = a stable dotted code (``job.lease_lost``)
-and a SQLSTATE in class ``RQ`` that names the category (docs/errors.md). ``translate``
+and a SQLSTATE in class ``RQ`` that names the category (docs/errors.md); refusals by role
+use the standard ``42501`` (insufficient privilege). ``translate``
 turns a psycopg error into the matching ``PgrunError`` subclass; it never parses English.
 """
 
 from __future__ import annotations
+
+import re
 
 import psycopg
 
@@ -46,6 +49,14 @@ class UnsupportedError(PgrunError):
     sqlstate = "RQ006"
 
 
+class PermissionDeniedError(PgrunError):
+    """The caller's role may not do this (docs/security.md): PostgreSQL's own "permission
+    denied for function ..." (code ``access.denied``, the server's message as detail), or a
+    pgrun refusal such as ``access.organization_denied``."""
+
+    sqlstate = "42501"
+
+
 CATEGORIES: tuple[type[PgrunError], ...] = (
     ConflictError,
     NotFoundError,
@@ -53,8 +64,10 @@ CATEGORIES: tuple[type[PgrunError], ...] = (
     LeaseLostError,
     InternalError,
     UnsupportedError,
+    PermissionDeniedError,
 )
 BY_SQLSTATE: dict[str, type[PgrunError]] = {cls.sqlstate: cls for cls in CATEGORIES}
+_DOTTED_CODE = re.compile(r"^[a-z_]+\.[a-z_]+$")
 
 
 def translate(error: psycopg.Error) -> PgrunError | None:
@@ -63,4 +76,8 @@ def translate(error: psycopg.Error) -> PgrunError | None:
     if cls is None:
         return None
     diag = error.diag
-    return cls(diag.message_primary or str(error), diag.message_detail, diag.message_hint)
+    message = diag.message_primary or str(error)
+    if cls is PermissionDeniedError and not _DOTTED_CODE.match(message):
+        # PostgreSQL's own privilege check: its English message becomes the detail.
+        return cls("access.denied", message, diag.message_hint)
+    return cls(message, diag.message_detail, diag.message_hint)

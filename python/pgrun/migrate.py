@@ -10,6 +10,12 @@
   recorded. Its files only hold ``CREATE OR REPLACE`` and ``COMMENT`` statements.
 * Everything runs under one session advisory lock, so any number of app instances
   may migrate at once: one applies, the others wait and then find nothing to do.
+* The role model (docs/security.md) is applied by ``pgrun._security_apply()`` in the
+  transaction of every migration, once the plpgsql tree defines it: pgrun's group roles,
+  the ownership of every object, and EXECUTE on each function for exactly the roles the
+  matrix names. The tree drops and re-creates its functions, so their grants are never
+  left to a hand-made ``GRANT``. When nothing else is due and the privileges drifted (a
+  dropped role, a hand-made grant), migrate repairs them on their own.
 * A released migration whose checksum changed, or a database that has applied
   migrations this code does not know, stops the run before anything is applied.
 
@@ -35,6 +41,12 @@ ADVISORY_LOCK_KEY = int.from_bytes(hashlib.sha256(b"pgrun.migrate").digest()[:8]
 PLPGSQL_ORDER = ("util", "jobs", "workflows", "schedules", "admin")
 REPEATABLE_VERSION = "plpgsql"
 _VERSIONED_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+#: The prefix of pgrun's group roles (<prefix>_owner, _admin, _producer, _worker, _reader),
+#: chosen when migration 0007 first runs in a database and recorded in pgrun.install_roles.
+DEFAULT_ROLE_PREFIX = "pgrun"
+_ROLE_PREFIX = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+_SECURITY_APPLY = "SELECT pgrun._security_apply()"
+_HAS_SECURITY = "SELECT to_regprocedure('pgrun._security_apply()') IS NOT NULL"
 
 
 class MigrationError(RuntimeError):
@@ -208,25 +220,75 @@ def find_problems(history: dict[str, AppliedMigration] | None, code: list[Migrat
     return problems
 
 
+def role_prefix(explicit: str | None = None) -> str | None:
+    """The role prefix asked for: ``explicit``, else ``PGRUN_ROLE_PREFIX``, else None (the
+    database's recorded prefix, or the default on a first install)."""
+    prefix = explicit or os.environ.get("PGRUN_ROLE_PREFIX") or None
+    if prefix is not None and not _ROLE_PREFIX.match(prefix):
+        raise MigrationError(
+            f"role prefix {prefix!r} is not 1..40 lowercase letters, digits or _ starting with a letter"
+        )
+    return prefix
+
+
+def _recorded_prefix(conn: psycopg.Connection[tuple[object, ...]]) -> str | None:
+    row = conn.execute("SELECT to_regclass('pgrun.install_roles') IS NOT NULL").fetchone()
+    if row is None or not row[0]:
+        return None
+    owner = conn.execute("SELECT role_name FROM pgrun.install_roles WHERE kind = 'owner'").fetchone()
+    return str(owner[0]).removesuffix("_owner") if owner else None
+
+
+def security_drift(conn: psycopg.Connection[tuple[object, ...]]) -> list[str] | None:
+    """The statements that would bring roles, ownership and grants to the role model; None
+    when this database has no role model yet or this role may not read it."""
+    row = conn.execute(
+        "SELECT to_regprocedure('pgrun._security_plan(boolean)') IS NOT NULL AND "
+        "has_function_privilege('pgrun._security_plan(boolean)', 'EXECUTE')"
+    ).fetchone()
+    if row is None or not row[0]:
+        return None
+    return [str(r[0]) for r in conn.execute("SELECT statement FROM pgrun._security_plan(false)")]
+
+
 def check_schema(dsn: str) -> list[str]:
     """Read-only: the problems that stand between this database and this code."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.read_only = True
-        return [p.message for p in find_problems(read_history(conn), all_migrations())]
+        problems = [p.message for p in find_problems(read_history(conn), all_migrations())]
+        drift = security_drift(conn) if not problems else None
+        if drift:
+            problems.append(
+                f"pgrun's roles, ownership or privileges differ from its role model ({len(drift)} "
+                f"change(s), e.g. {drift[0]}). Run `pgrun migrate` (docs/security.md)."
+            )
+        return problems
 
 
-def migrate(dsn: str, log: list[str] | None = None) -> list[str]:
-    """Apply what is missing; return the labels applied (empty when up to date)."""
+def migrate(dsn: str, log: list[str] | None = None, *, prefix: str | None = None) -> list[str]:
+    """Apply what is missing; return the labels applied (empty when up to date).
+
+    ``prefix`` names pgrun's group roles on a first install (default ``pgrun``; also
+    ``PGRUN_ROLE_PREFIX``); on a database that has them it must match the recorded one."""
     code = all_migrations()
     applied: list[str] = []
+    wanted_prefix = role_prefix(prefix)
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("SET lock_timeout = 0")
         conn.execute("SELECT pg_advisory_lock(%s)", (ADVISORY_LOCK_KEY,))
         try:
             history = read_history(conn)
             blocking = [p.message for p in find_problems(history, code) if p.blocking]
+            recorded_prefix = _recorded_prefix(conn)
+            if wanted_prefix and recorded_prefix and wanted_prefix != recorded_prefix:
+                blocking.append(
+                    f"this database's pgrun roles use the prefix {recorded_prefix!r}, not {wanted_prefix!r}; "
+                    "a database keeps the prefix it was installed with"
+                )
             if blocking:
                 raise MigrationError("\n".join(blocking))
+            if wanted_prefix:
+                conn.execute("SELECT set_config('pgrun.role_prefix', %s, false)", (wanted_prefix,))
             # The first migration creates the history table; every later one finds it.
             history_exists = history is not None
             recorded = history or {}
@@ -239,6 +301,11 @@ def migrate(dsn: str, log: list[str] | None = None) -> list[str]:
                 applied.append(migration.label)
                 if log is not None:
                     log.append(f"applied {migration.label}")
+            if not applied and security_drift(conn):
+                with conn.transaction():
+                    row = conn.execute(_SECURITY_APPLY).fetchone()
+                if log is not None:
+                    log.append(f"applied {row[0] if row else 0} privilege change(s) (docs/security.md)")
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (ADVISORY_LOCK_KEY,))
     return applied
@@ -295,6 +362,9 @@ def _apply(conn: psycopg.Connection[tuple[object, ...]], migration: Migration, h
                 conn.execute(PREPARE_TREE.encode())
             # No parameters: psycopg sends the text as one simple query, statements and all.
             conn.execute(migration.sql.encode())
+            row = conn.execute(_HAS_SECURITY).fetchone()
+            if row is not None and row[0]:
+                conn.execute(_SECURITY_APPLY)
         except psycopg.Error as exc:
             raise MigrationError(f"{migration.label} failed: {exc}") from exc
         if not history_exists:
@@ -319,6 +389,11 @@ _BUNDLE_HEADER = """\
 -- and an edited released migration or a database newer than this bundle stops it.
 \\set ON_ERROR_STOP on
 BEGIN;
+-- pgrun's group roles are <prefix>_owner, _admin, _producer, _worker, _reader (docs/security.md);
+-- the prefix of a first install comes from: psql -v role_prefix=... (default pgrun)
+\\if :{{?role_prefix}}
+SELECT set_config('pgrun.role_prefix', :'role_prefix', true);
+\\endif
 DO $pgrun_check$
 DECLARE
     v_problem text;
@@ -379,5 +454,8 @@ def sql_bundle() -> str:
                 sql=m.sql.rstrip(),
             )
         )
-    parts.append("COMMIT;\n")
+    parts.append(
+        "\n-- the role model: group roles, ownership, grants (docs/security.md)\n"
+        f"{_SECURITY_APPLY};\nCOMMIT;\n"
+    )
     return "".join(parts)

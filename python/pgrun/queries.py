@@ -174,9 +174,9 @@ SELECT * FROM pgrun.set_job_runtime_config(
     clear_max_concurrency => %(clear_max_concurrency)s::boolean)
 """
 
-QUEUE_DEPTH: Final = "SELECT * FROM pgrun.queue_depth ORDER BY queue, job_type"
+QUEUE_DEPTH: Final = "SELECT * FROM pgrun.queue_depth(organization_id => %(organization_id)s::uuid)"
 
-JOB_METRICS: Final = "SELECT * FROM pgrun.job_metrics ORDER BY queue, job_type"
+JOB_METRICS: Final = "SELECT * FROM pgrun.job_metrics(organization_id => %(organization_id)s::uuid)"
 
 # -- workflows ------------------------------------------------------------------------
 

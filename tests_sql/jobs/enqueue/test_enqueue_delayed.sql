@@ -26,7 +26,7 @@ SELECT is(
 
 -- TEST: a delayed job is queued but not ready
 SELECT is(
-    (SELECT ready || '/' || delayed FROM pgrun.queue_depth WHERE job_type = 'mail.send'),
+    (SELECT ready || '/' || delayed FROM pgrun.queue_depth() WHERE job_type = 'mail.send'),
     '1/2',
     'queue_depth counts the past one ready and the two future ones delayed'
 );

@@ -31,7 +31,7 @@ SELECT pgrun_test.put_job('report.build', 'reports', 'queued');
 
 -- TEST: counts by status cover every row
 SELECT results_eq(
-    $$SELECT job_type, queue, queued, running, succeeded, dead, cancelled FROM pgrun.job_metrics ORDER BY job_type$$,
+    $$SELECT job_type, queue, queued, running, succeeded, dead, cancelled FROM pgrun.job_metrics() ORDER BY job_type$$,
     $$VALUES ('mail.send'::text, 'mail'::text, 1::bigint, 1::bigint, 6::bigint, 1::bigint, 1::bigint),
              ('report.build', 'reports', 1, 0, 0, 0, 0)$$,
     'one row per type and queue with counts by status'
@@ -39,12 +39,12 @@ SELECT results_eq(
 
 -- TEST: the window
 SELECT is(
-    (SELECT window_start FROM pgrun.job_metrics WHERE job_type = 'mail.send'),
+    (SELECT window_start FROM pgrun.job_metrics() WHERE job_type = 'mail.send'),
     '2030-01-01 11:55:00+00'::timestamptz,
     'the window is the last 5 minutes by pgrun.now()'
 );
 SELECT is(
-    (SELECT succeeded_per_minute FROM pgrun.job_metrics WHERE job_type = 'mail.send'),
+    (SELECT succeeded_per_minute FROM pgrun.job_metrics() WHERE job_type = 'mail.send'),
     1.00,
     'five successes in five minutes: 1 per minute'
 );
@@ -52,14 +52,14 @@ SELECT is(
 -- TEST: percentiles over the window (the running job counts for latency: 30 s)
 SELECT results_eq(
     $$SELECT latency_p50_seconds, latency_p95_seconds, duration_p50_seconds, duration_p95_seconds
-      FROM pgrun.job_metrics WHERE job_type = 'mail.send'$$,
+      FROM pgrun.job_metrics() WHERE job_type = 'mail.send'$$,
     $$VALUES (3.5::double precision, 23.75::double precision, 30::double precision, 48::double precision)$$,
     'latency over jobs started in the window, duration over jobs finished in it'
 );
 
 -- TEST: crashes in the window
 SELECT results_eq(
-    $$SELECT crashed, lease_expired FROM pgrun.job_metrics ORDER BY job_type$$,
+    $$SELECT crashed, lease_expired FROM pgrun.job_metrics() ORDER BY job_type$$,
     $$VALUES (1::bigint, 1::bigint), (0, 0)$$,
     'attempts that crashed or lost their lease in the window; zero where none'
 );

@@ -17,7 +17,7 @@ SELECT pgrun.set_job_runtime_config('report.build', paused => true, max_concurre
 -- TEST: numbers per queue and type
 SELECT results_eq(
     $$SELECT queue, job_type, ready, delayed, running, oldest_ready_age, paused, max_concurrency
-      FROM pgrun.queue_depth ORDER BY queue, job_type$$,
+      FROM pgrun.queue_depth() ORDER BY queue, job_type$$,
     $$VALUES
         ('mail'::text, 'mail.send'::text, 2::bigint, 1::bigint, 1::bigint, interval '10 minutes', false, NULL::integer),
         ('reports', 'report.build', 0, 1, 0, NULL, true, 2)$$,
@@ -26,14 +26,14 @@ SELECT results_eq(
 
 -- TEST: finished work is not depth
 SELECT is_empty(
-    $$SELECT * FROM pgrun.queue_depth WHERE job_type = 'old.type'$$,
+    $$SELECT * FROM pgrun.queue_depth() WHERE job_type = 'old.type'$$,
     'a type with only finished jobs has no row'
 );
 
 -- TEST: time moves the line between delayed and ready
 SELECT pgrun_test.freeze_time('2030-01-01 12:30:00+00');
 SELECT is(
-    (SELECT ready || '/' || delayed FROM pgrun.queue_depth WHERE job_type = 'mail.send'),
+    (SELECT ready || '/' || delayed FROM pgrun.queue_depth() WHERE job_type = 'mail.send'),
     '3/0',
     'at 12:30 the delayed job is ready'
 );

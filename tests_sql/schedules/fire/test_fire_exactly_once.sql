@@ -34,11 +34,12 @@ SELECT is((SELECT fired_by FROM pgrun.schedule_ticks LIMIT 1), 'sched-1', 'the t
 SELECT is(
     (SELECT count(*) FILTER (WHERE created) FROM pgrun.fire_schedule(:'s',
         ARRAY['2030-01-01 00:05:00+00', '2030-01-01 00:10:00+00', '2030-01-01 00:10:00+00']::timestamptz[],
-        '2030-01-01 00:15:00+00')),
+        '2030-01-01 00:15:00+00', pgrun_test.claim_schedule(:'s'))),
     0::bigint, 'firing them again creates nothing');
 SELECT set_eq(
     $$SELECT job_id FROM pgrun.fire_schedule((SELECT id FROM pgrun.job_schedules),
-        ARRAY['2030-01-01 00:10:00+00']::timestamptz[], '2030-01-01 00:15:00+00')$$,
+        ARRAY['2030-01-01 00:10:00+00']::timestamptz[], '2030-01-01 00:15:00+00',
+        pgrun_test.claim_schedule((SELECT id FROM pgrun.job_schedules)))$$,
     $$SELECT job_id FROM pgrun.schedule_ticks WHERE plan_time = '2030-01-01 00:10:00+00'$$,
     'and returns the job the tick made');
 SELECT is((SELECT count(*) FROM pgrun.jobs), 2::bigint, 'still two jobs');
@@ -47,7 +48,8 @@ SELECT is(pgrun_test.fire(:'s', ARRAY['2030-01-01 00:05:00+00', '2030-01-01 00:0
 
 -- TEST: an empty plan moves the schedule on without a job
 SELECT is((SELECT count(*) FROM pgrun.fire_schedule(:'s', '{}', '2030-01-01 00:20:00+00',
-    planned_until => '2030-01-01 00:10:00+00')), 0::bigint, 'an empty plan returns no rows');
+    pgrun_test.claim_schedule(:'s'), planned_until => '2030-01-01 00:10:00+00')), 0::bigint,
+    'an empty plan returns no rows');
 SELECT is((SELECT next_run_at FROM pgrun.job_schedules WHERE id = :'s'), '2030-01-01 00:20:00+00'::timestamptz,
     'but sets next_run_at');
 
