@@ -14,6 +14,7 @@ import pytest
 
 from pgrun.server import server_from_environment
 from pgrun.testing import migrated_template, scratch_database
+from roles import LoginRole, login_roles
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -50,3 +51,12 @@ def cli_env(admin_dsn: str) -> dict[str, str]:
     env = dict(os.environ)
     env.pop("PGRUN_SCHEMA_DIR", None)
     return env
+
+
+@pytest.fixture(scope="session")
+def roles(admin_dsn: str, template_db: str) -> Iterator[dict[str, LoginRole]]:
+    """Login roles, one a member of each pgrun client role: admin, producer, worker, reader
+    (the template's migrate made the group roles). ``roles["worker"].dsn(db)`` connects as one."""
+    kinds: dict[str, str | None] = {kind: kind for kind in ("admin", "producer", "worker", "reader")}
+    with login_roles(admin_dsn, kinds) as made:
+        yield made

@@ -19,6 +19,7 @@ from pgrun import migrate as migrations
 from pgrun.app import App
 from pgrun.client import Client
 from pgrun.errors import PgrunError
+from pgrun.reaper import PURGE_BATCH
 from pgrun.server import EmbeddedServer, ServerError
 
 
@@ -184,13 +185,17 @@ def _enqueue(client: Client, args: argparse.Namespace) -> int:
         max_attempts=args.max_attempts,
         timeout_seconds=args.timeout,
         idempotency_key=args.key,
+        organization_id=args.organization,
     )
     print(f"{job.job_id} {job.status}{'' if job.created else ' (existing job, same idempotency key)'}")
     return 0
 
 
 def _status(client: Client, args: argparse.Namespace) -> int:
-    print(display.status_table(client.queue_depth(), client.job_metrics()))
+    org = args.organization
+    print(
+        display.status_table(client.queue_depth(organization_id=org), client.job_metrics(organization_id=org))
+    )
     return 0
 
 
@@ -202,42 +207,62 @@ def _jobs(client: Client, args: argparse.Namespace) -> int:
         workflow_run_id=args.run,
         after_id=args.after,
         max_rows=args.limit,
+        organization_id=args.organization,
     )
     print(display.jobs_table(jobs) if jobs else "no jobs")
     return 0
 
 
 def _job(client: Client, args: argparse.Namespace) -> int:
-    print(json.dumps(client.get_job(args.job_id), indent=2, default=str))
+    print(json.dumps(client.get_job(args.job_id, organization_id=args.organization), indent=2, default=str))
     return 0
 
 
 def _runs(client: Client, args: argparse.Namespace) -> int:
-    runs = client.list_workflow_runs(status=args.status, after_id=args.after, max_rows=args.limit)
+    runs = client.list_workflow_runs(
+        status=args.status, after_id=args.after, max_rows=args.limit, organization_id=args.organization
+    )
     print(display.runs_table(runs) if runs else "no runs")
     return 0
 
 
 def _run(client: Client, args: argparse.Namespace) -> int:
-    run = client.get_workflow_run(args.run_id)
+    run = client.get_workflow_run(args.run_id, organization_id=args.organization)
     print(json.dumps(run, indent=2, default=str) if args.json else display.run_report(run))
     return 0
 
 
 def _cancel(client: Client, args: argparse.Namespace) -> int:
     if args.run:
-        result = client.cancel_workflow_run(args.id, reason=args.reason)
+        result = client.cancel_workflow_run(args.id, reason=args.reason, organization_id=args.organization)
         print(
             f"run {args.id}: {result.status} ({result.cancelled_steps} steps, {result.cancelled_jobs} jobs "
             f"cancelled, {result.cancel_requested_jobs} running jobs asked to stop)"
         )
     else:
-        print(f"job {args.id}: {client.cancel_job(args.id, reason=args.reason)}")
+        outcome = client.cancel_job(args.id, reason=args.reason, organization_id=args.organization)
+        print(f"job {args.id}: {outcome}")
     return 0
 
 
 def _requeue(client: Client, args: argparse.Namespace) -> int:
-    print(f"job {args.job_id}: queued for {client.requeue_job(args.job_id)}")
+    print(
+        f"job {args.job_id}: queued for {client.requeue_job(args.job_id, organization_id=args.organization)}"
+    )
+    return 0
+
+
+def _purge(client: Client, args: argparse.Namespace) -> int:
+    """Retention, in batches until one comes back short (an admin's right: docs/security.md)."""
+    total = 0
+    while True:
+        deleted = client.purge_finished_jobs(
+            args.older_than * 3600, max_jobs=PURGE_BATCH, organization_id=args.organization
+        )
+        total += deleted
+        if deleted < PURGE_BATCH:
+            break
+    print(f"purged {total} finished job(s) older than {args.older_than:g} hour(s)")
     return 0
 
 
@@ -292,6 +317,9 @@ def _client_command(
 ) -> argparse.ArgumentParser:
     p = sub.add_parser(name, help=help_text, description=help_text)
     p.add_argument("--database-url", help="defaults to $DATABASE_URL")
+    p.add_argument(
+        "--organization", help='the organization the command acts for (docs/security.md, "Tenancy")'
+    )
     p.set_defaults(func=lambda args: _run_client_command(args, name), action=action)
     return p
 
@@ -329,10 +357,7 @@ def add_operation_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
 
     _client_command(sub, "status", _status, "queues: depth, running, dead, rates (last 5 minutes)")
 
-    p = _client_command(
-        sub, "schedules", _schedules, "list cron schedules with their next and last fire times"
-    )
-    p.add_argument("--organization", help="only this organization's schedules")
+    _client_command(sub, "schedules", _schedules, "list cron schedules with their next and last fire times")
 
     p = _client_command(sub, "jobs", _jobs, "list jobs, oldest first")
     p.add_argument("--status")
@@ -361,6 +386,16 @@ def add_operation_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
 
     p = _client_command(sub, "requeue", _requeue, "put a dead or cancelled job back in the queue")
     p.add_argument("job_id")
+
+    p = _client_command(
+        sub,
+        "purge",
+        _purge,
+        "delete finished jobs (and their history) older than --older-than hours; admins only",
+    )
+    p.add_argument(
+        "--older-than", type=float, default=168, help="hours since the job finished (default 168: 7 days)"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

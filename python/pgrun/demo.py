@@ -15,6 +15,12 @@ The run, as a DAG:
 Beside the run, a periodic job (`demo.tick`, every 2 seconds) shows the cron scheduler: the
 worker's scheduler loop upserts the schedule at start-up and fires each plan time once.
 
+Least privilege (docs/security.md): DATABASE_URL only migrates. The demo then makes two login
+roles, `pgrun_demo_producer` (a member of pgrun_producer: it enqueues the run and approves the
+gate) and `pgrun_demo_worker` (a member of pgrun_worker: it runs the handlers, the reaper and
+the scheduler), runs everything through them, and drops them at the end. Where DATABASE_URL may
+not create roles, everything runs as DATABASE_URL instead.
+
 The handlers below are an ordinary pgrun app: `pgrun worker pgrun.demo:app` runs them too.
 """
 
@@ -23,9 +29,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import secrets
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from uuid import UUID
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from pgrun import migrate
 from pgrun.app import App, Continue, JobContext, Retry, SyncJobContext
@@ -113,14 +126,70 @@ def approve_when_waiting(client: Client, run_id: UUID) -> bool:
     return bool(run["status"] != "running")
 
 
+#: The demo's login roles, by the pgrun role each is a member of.
+DEMO_LOGINS = {"producer": "pgrun_demo_producer", "worker": "pgrun_demo_worker"}
+
+
+@contextmanager
+def demo_logins(dsn: str) -> Iterator[dict[str, str]]:
+    """A DSN per side (producer, worker), each a login role that is a member of that pgrun
+    role and of nothing else; the roles are dropped afterwards. DATABASE_URL for both when
+    it may not create roles."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT rolsuper OR rolcreaterole FROM pg_roles WHERE rolname = current_user"
+        ).fetchone()
+        if not row or not row[0]:
+            print("  (DATABASE_URL may not create roles: the demo runs as DATABASE_URL)", flush=True)
+            yield {kind: dsn for kind in DEMO_LOGINS}
+            return
+        groups: dict[str, str] = dict(
+            conn.execute("SELECT kind, role_name FROM pgrun.install_roles").fetchall()
+        )
+        dsns: dict[str, str] = {}
+        try:
+            for kind, login in DEMO_LOGINS.items():
+                password = secrets.token_urlsafe(16)
+                exists = conn.execute("SELECT to_regrole(%s) IS NOT NULL", (login,)).fetchone()
+                verb = "ALTER" if exists and exists[0] else "CREATE"
+                conn.execute(
+                    sql.SQL(verb + " ROLE {} LOGIN PASSWORD {}").format(
+                        sql.Identifier(login), sql.Literal(password)
+                    )
+                )
+                conn.execute(
+                    sql.SQL("GRANT {} TO {}").format(sql.Identifier(groups[kind]), sql.Identifier(login))
+                )
+                params = conninfo_to_dict(dsn)
+                params.update(user=login, password=password)
+                dsns[kind] = make_conninfo("", **params)
+            print(
+                "  producer side: role pgrun_demo_producer (pgrun_producer); "
+                "worker side: role pgrun_demo_worker (pgrun_worker)",
+                flush=True,
+            )
+            yield dsns
+        finally:
+            for login in DEMO_LOGINS.values():
+                conn.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", (login,)
+                )
+                conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(login)))
+
+
 async def main(dsn: str) -> int:
     print("migrating ...", flush=True)
     migrate.migrate(dsn)
-    with Client.connect(dsn) as client:
+    with demo_logins(dsn) as logins:
+        return await run_demo(logins["producer"], logins["worker"])
+
+
+async def run_demo(producer_dsn: str, worker_dsn: str) -> int:
+    with Client.connect(producer_dsn) as client:
         run = client.enqueue_workflow(order_workflow("A-1001"))
         print(f"enqueued workflow run {run.run_id} ({run.status}); starting a worker", flush=True)
         config = Config(
-            database_url=dsn,
+            database_url=worker_dsn,
             worker_id="demo-worker",
             poll_interval_ms=200,
             shutdown_grace_seconds=5,

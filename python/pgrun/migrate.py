@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
+from typing import cast
 
 import psycopg
 
@@ -239,6 +240,40 @@ def _recorded_prefix(conn: psycopg.Connection[tuple[object, ...]]) -> str | None
     return str(owner[0]).removesuffix("_owner") if owner else None
 
 
+ROLE_KINDS = ("owner", "admin", "producer", "worker", "reader")
+
+
+def _role_problems(conn: psycopg.Connection[tuple[object, ...]], prefix: str) -> list[str]:
+    """What keeps this login from setting up pgrun's roles, found before anything is applied:
+    missing group roles it may not create, or an owner role it is not a member of and may
+    not join (it must own what it re-creates)."""
+    names = [f"{prefix}_{kind}" for kind in ROLE_KINDS]
+    row = conn.execute(
+        "SELECT r.rolsuper OR r.rolcreaterole, quote_ident(current_user), "
+        "  array(SELECT n FROM unnest(%s::text[]) AS n WHERE to_regrole(quote_ident(n)) IS NULL), "
+        "  to_regrole(quote_ident(%s)) IS NOT NULL AND NOT pg_has_role(current_user, %s, 'MEMBER') "
+        "FROM pg_roles AS r WHERE r.rolname = current_user",
+        (names, names[0], names[0]),
+    ).fetchone()
+    if row is None or row[0]:
+        return []
+    me, missing, outsider = str(row[1]), cast(list[str], row[2]), bool(row[3])
+    problems: list[str] = []
+    if missing:
+        statements = " ".join(f'CREATE ROLE "{name}" NOLOGIN;' for name in missing)
+        problems.append(
+            f"pgrun's group roles {', '.join(missing)} do not exist and {me} may not create roles "
+            f'(no CREATEROLE). Have a DBA run: {statements} GRANT "{names[0]}" TO {me}; '
+            "then migrate again (docs/security.md)."
+        )
+    elif outsider:
+        problems.append(
+            f"{me} is not a member of {names[0]}, which owns pgrun's objects, and may not join it. "
+            f'Have a DBA run: GRANT "{names[0]}" TO {me}; then migrate again (docs/security.md).'
+        )
+    return problems
+
+
 def security_drift(conn: psycopg.Connection[tuple[object, ...]]) -> list[str] | None:
     """The statements that would bring roles, ownership and grants to the role model; None
     when this database has no role model yet or this role may not read it."""
@@ -285,6 +320,7 @@ def migrate(dsn: str, log: list[str] | None = None, *, prefix: str | None = None
                     f"this database's pgrun roles use the prefix {recorded_prefix!r}, not {wanted_prefix!r}; "
                     "a database keeps the prefix it was installed with"
                 )
+            blocking += _role_problems(conn, recorded_prefix or wanted_prefix or DEFAULT_ROLE_PREFIX)
             if blocking:
                 raise MigrationError("\n".join(blocking))
             if wanted_prefix:

@@ -4,7 +4,9 @@ Every ``JOBS_REAPER_INTERVAL_SECONDS`` it calls ``reap_expired_leases`` (again w
 comes back full), with ``JOBS_REAPER_RETRY_DELAY_MS`` as the retry delay (0 = retry at
 once, as the SQL's ``retry_delay``); what becomes of each job (retry, dead, cancelled) is
 the function's decision. About once a minute it calls ``purge_finished_jobs`` with the
-retention period ``JOBS_RETENTION_HOURS`` (0 = keep everything), again while full.
+retention period ``JOBS_RETENTION_HOURS`` (0 = keep everything), again while full. Purging is
+an admin's right (docs/security.md): under a role that may not purge, the reaper says so once
+and goes on reaping; retention is then ``pgrun purge`` run by an admin (from cron, say).
 
 Any number of reapers may run: the SQL skips rows another reaper is working on.
 """
@@ -22,6 +24,7 @@ import psycopg
 
 from pgrun.client import AsyncClient
 from pgrun.config import Config
+from pgrun.errors import PermissionDeniedError
 
 log = logging.getLogger("pgrun.reaper")
 
@@ -41,13 +44,14 @@ class Reaper:
         #: Called when reaped jobs are queued again (the worker in this process claims at once).
         self.on_ready = on_ready
         self._next_purge = 0.0
+        self._may_purge = config.retention_hours > 0
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             try:
                 await self.reap()
-                if self.config.retention_hours > 0 and time.monotonic() >= self._next_purge:
-                    await self.purge()
+                if self._may_purge and time.monotonic() >= self._next_purge:
+                    await self._purge_if_allowed()
                     self._next_purge = time.monotonic() + PURGE_EVERY_SECONDS
             except (psycopg.OperationalError, TimeoutError) as exc:
                 log.warning("reaper pass failed (%s); trying again next interval", exc)
@@ -69,6 +73,17 @@ class Reaper:
                 self.on_ready()
             if len(rows) < REAP_BATCH:
                 return total
+
+    async def _purge_if_allowed(self) -> None:
+        try:
+            await self.purge()
+        except PermissionDeniedError as exc:
+            self._may_purge = False
+            log.warning(
+                "retention purge skipped from now on: this role may not purge (%s). Purging is an "
+                "admin's: run `pgrun purge` as an admin, or set JOBS_RETENTION_HOURS=0 here",
+                exc,
+            )
 
     async def purge(self) -> int:
         older_than = timedelta(hours=self.config.retention_hours)
