@@ -101,9 +101,10 @@ def bulk_payload(count: int, job_type: str = "bench.noop") -> Jsonb:
     return Jsonb([{"job_type": job_type, "payload": {"n": i}} for i in range(count)])
 
 
-def bench_single_enqueue(dsn: str, seconds: float) -> float:
+def bench_single_enqueue(dsn: str, seconds: float, driver_dsn: str | None = None) -> float:
+    """enqueue_job in a loop on one connection (``driver_dsn``: as another role than the owner)."""
     reset(dsn)
-    with connect(dsn) as conn:
+    with connect(driver_dsn or dsn) as conn:
         conn.execute("SELECT * FROM pgrun.enqueue_job(job_type => 'bench.noop')")  # warm up
         done = 0
         start = time.perf_counter()
@@ -199,11 +200,14 @@ def _cycle_worker(dsn: str, i: int, batch: int, ready: Any, counts: Any) -> None
     counts.put(done)
 
 
-def bench_cycle(dsn: str, batch: int, jobs: int, connections: int = 4) -> float:
+def bench_cycle(
+    dsn: str, batch: int, jobs: int, connections: int = 4, driver_dsn: str | None = None
+) -> float:
     """claim_jobs(max_jobs => batch) then complete_jobs on `connections` connections until empty.
 
     Each connection is driven by its own process, so the client's interpreter lock is not
-    what is measured."""
+    what is measured. The jobs are loaded through ``dsn`` (the owner); the cycle connects as
+    ``driver_dsn`` when given (a worker role)."""
     reset(dsn)
     load_ready(dsn, jobs)
     with connect(dsn) as conn:
@@ -213,7 +217,8 @@ def bench_cycle(dsn: str, batch: int, jobs: int, connections: int = 4) -> float:
     ready = ctx.Barrier(connections + 1)
     counts = ctx.Queue()
     procs = [
-        ctx.Process(target=_cycle_worker, args=(dsn, i, batch, ready, counts)) for i in range(connections)
+        ctx.Process(target=_cycle_worker, args=(driver_dsn or dsn, i, batch, ready, counts))
+        for i in range(connections)
     ]
     for p in procs:
         p.start()

@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from pgrun.server import server_from_environment
-from pgrun.testing import migrated_template, scratch_database
-from roles import LoginRole, login_roles
+from pgrun.testing import LoginRole, login_roles, migrated_template, scratch_database
 
 REPO = Path(__file__).resolve().parents[1]
 

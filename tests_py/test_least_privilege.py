@@ -15,8 +15,7 @@ from uuid import UUID
 import psycopg
 
 from pgrun.client import Client
-from pgrun.testing import scratch_database
-from roles import LoginRole
+from pgrun.testing import LoginRole, scratch_database
 
 HERE = Path(__file__).resolve().parent
 

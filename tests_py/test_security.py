@@ -5,6 +5,7 @@ installs in one cluster keep their roles apart."""
 
 from __future__ import annotations
 
+import re
 import secrets
 import shutil
 import subprocess
@@ -19,8 +20,7 @@ from pgrun import migrate
 from pgrun.client import Client
 from pgrun.errors import PermissionDeniedError
 from pgrun.server import find_bindir
-from pgrun.testing import scratch_database
-from roles import LoginRole, create_login, drop_login, login_roles
+from pgrun.testing import LoginRole, create_login, drop_login, login_roles, scratch_database
 
 REPO = Path(__file__).resolve().parents[1]
 # The last commit before migration 0007 (no roles: every function EXECUTE to PUBLIC).
@@ -263,3 +263,20 @@ def test_the_psql_bundle_applies_the_same_privileges_as_migrate(
         capture_output=True,
     )
     assert privileges(empty_db) == privileges(db)
+
+
+def test_the_documented_matrix_is_the_one_migrate_applies(db: str) -> None:
+    kinds = ("admin", "producer", "worker", "reader")
+    text = (REPO / "docs" / "security.md").read_text()
+    rows = re.findall(r"^\| `(\w+)` \|\s*(A?)\s*\|\s*(A?)\s*\|\s*(A?)\s*\|\s*(A?)\s*\|$", text, flags=re.M)
+    documented = {
+        name: {kind for kind, mark in zip(kinds, marks, strict=True) if mark} for name, *marks in rows
+    }
+    with psycopg.connect(db) as conn:
+        applied = {
+            str(name): set(role_kinds)
+            for name, role_kinds in conn.execute(
+                "SELECT function_name, role_kinds FROM pgrun._security_matrix()"
+            )
+        }
+    assert documented == applied

@@ -233,7 +233,6 @@ CREATE OR REPLACE FUNCTION pgrun._access_role(p_role_name text)
 RETURNS regrole
 LANGUAGE plpgsql
 STABLE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_oid oid;

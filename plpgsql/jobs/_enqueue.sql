@@ -12,7 +12,6 @@ CREATE OR REPLACE FUNCTION pgrun._enqueue_first_invalid(p_requests jsonb)
 RETURNS TABLE (bad_ordinality integer, bad_code text)
 LANGUAGE plpgsql
 STABLE
-SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
@@ -132,7 +131,6 @@ CREATE OR REPLACE FUNCTION pgrun._enqueue_check(
 )
 LANGUAGE plpgsql
 STABLE
-SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
@@ -182,7 +180,6 @@ CREATE OR REPLACE FUNCTION pgrun._notify_queues(p_queues text[])
 RETURNS void
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     -- plpgsql, not sql: a sql function is parsed and planned again on every call
@@ -204,7 +201,6 @@ CREATE OR REPLACE FUNCTION pgrun._enqueue_raise_invalid(
 RETURNS void
 LANGUAGE plpgsql
 STABLE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_where text := CASE WHEN p_ordinality IS NULL THEN '' ELSE format('element %s: ', p_ordinality) END;

@@ -10,7 +10,6 @@ CREATE OR REPLACE FUNCTION pgrun._raise_job_not_found(p_job_id uuid, p_organizat
 RETURNS void
 LANGUAGE plpgsql
 STABLE
-SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     RAISE EXCEPTION 'job.not_found' USING

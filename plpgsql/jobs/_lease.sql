@@ -39,7 +39,6 @@ CREATE OR REPLACE FUNCTION pgrun._lease_lost_reason(
 RETURNS text
 LANGUAGE plpgsql
 STABLE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_reason text;
@@ -79,7 +78,6 @@ CREATE OR REPLACE FUNCTION pgrun._raise_lease_lost(
 RETURNS void
 LANGUAGE plpgsql
 STABLE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_now timestamptz := pgrun.now();
@@ -139,7 +137,6 @@ CREATE OR REPLACE FUNCTION pgrun._retry_decision(
 )
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     -- (PL/pgSQL rather than SQL: a SQL function returning a record is never inlined, and
@@ -192,7 +189,6 @@ CREATE OR REPLACE FUNCTION pgrun._check_worker(p_worker_id text, p_lease_seconds
 RETURNS void
 LANGUAGE plpgsql
 IMMUTABLE
-SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF p_worker_id IS NULL OR btrim(p_worker_id) = '' OR length(p_worker_id) > 200 THEN
@@ -224,7 +220,6 @@ CREATE OR REPLACE FUNCTION pgrun._check_lease_batch(
 RETURNS void
 LANGUAGE plpgsql
 IMMUTABLE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_problem text;

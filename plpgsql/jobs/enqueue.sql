@@ -57,7 +57,6 @@ RETURNS TABLE (
 )
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE

@@ -83,7 +83,6 @@ CREATE OR REPLACE FUNCTION pgrun._list_jobs(
 RETURNS SETOF pgrun.jobs
 LANGUAGE plpgsql
 STABLE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_limit integer := coalesce(p_max_rows, 50);

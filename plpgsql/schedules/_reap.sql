@@ -28,7 +28,6 @@ CREATE OR REPLACE FUNCTION pgrun._schedule_forbid_reentry(p_now timestamptz, p_m
 RETURNS void
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     WITH stale AS MATERIALIZED (

@@ -16,7 +16,6 @@ CREATE OR REPLACE FUNCTION pgrun._schedule_check_cron(p_cron text)
 RETURNS text
 LANGUAGE plpgsql
 IMMUTABLE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     c_macros CONSTANT text[] := ARRAY[
@@ -118,7 +117,6 @@ CREATE OR REPLACE FUNCTION pgrun._schedule_check_timezone(p_timezone text)
 RETURNS void
 LANGUAGE plpgsql
 STABLE
-SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF p_timezone IS NULL OR NOT EXISTS (
@@ -147,7 +145,6 @@ CREATE OR REPLACE FUNCTION pgrun._schedule_check_scopes(
 RETURNS text[]
 LANGUAGE plpgsql
 IMMUTABLE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_n integer := coalesce(cardinality(p_scopes), 0);
@@ -221,7 +218,6 @@ CREATE OR REPLACE FUNCTION pgrun._schedule_lock(
 )
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_allowed boolean;

@@ -202,7 +202,6 @@ CREATE OR REPLACE FUNCTION pgrun._schedule_fire(
 RETURNS TABLE (plan_time timestamptz, scope text, job_id uuid, created boolean)
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_now timestamptz := pgrun.now();
@@ -296,7 +295,6 @@ CREATE OR REPLACE FUNCTION pgrun._schedule_check_active(p_s pgrun.job_schedules)
 RETURNS void
 LANGUAGE plpgsql
 STABLE
-SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF NOT p_s.enabled OR p_s.paused_at IS NOT NULL THEN

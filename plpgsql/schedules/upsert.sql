@@ -259,7 +259,6 @@ CREATE OR REPLACE FUNCTION pgrun._schedule_audit_upsert(p_schedule pgrun.job_sch
 RETURNS void
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     PERFORM pgrun._audit(

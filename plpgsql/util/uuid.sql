@@ -19,7 +19,6 @@ CREATE OR REPLACE FUNCTION pgrun._uuidv7_series(p_count integer)
 RETURNS SETOF uuid
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE

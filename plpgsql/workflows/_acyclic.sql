@@ -16,7 +16,6 @@ CREATE OR REPLACE FUNCTION pgrun._workflow_check_acyclic(p_steps jsonb)
 RETURNS void
 LANGUAGE plpgsql
 STABLE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_count integer := jsonb_array_length(p_steps);

@@ -32,7 +32,6 @@ RETURNS bigint
 LANGUAGE sql
 IMMUTABLE
 PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT pg_catalog.hashtextextended('pgrun.workflow_run:' || p_run_id::text, 0)
 $$;
@@ -49,7 +48,6 @@ CREATE OR REPLACE FUNCTION pgrun._workflow_cap_lock_timeout()
 RETURNS text
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     c_cap CONSTANT text := '5s';
@@ -77,7 +75,6 @@ CREATE OR REPLACE FUNCTION pgrun._workflow_lock_runs(p_run_ids uuid[], p_mode te
 RETURNS void
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_previous text;

@@ -37,7 +37,6 @@ CREATE OR REPLACE FUNCTION pgrun._workflow_release_steps(p_run_ids uuid[], p_ste
 RETURNS void
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_now timestamptz := pgrun.now();
@@ -167,7 +166,6 @@ CREATE OR REPLACE FUNCTION pgrun._workflow_resolve(p_run_ids uuid[], p_step_keys
 RETURNS uuid[]
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_now timestamptz := pgrun.now();
@@ -245,7 +243,6 @@ CREATE OR REPLACE FUNCTION pgrun._workflow_settle_runs(p_run_ids uuid[], p_delta
 RETURNS void
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_now timestamptz := pgrun.now();
@@ -297,7 +294,6 @@ CREATE OR REPLACE FUNCTION pgrun._workflow_jobs_finished(p_job_ids uuid[])
 RETURNS void
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_now timestamptz := pgrun.now();

@@ -30,7 +30,6 @@ CREATE OR REPLACE FUNCTION pgrun._workflow_check_steps(p_steps jsonb, p_existing
 RETURNS jsonb
 LANGUAGE plpgsql
 STABLE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     c_max_steps CONSTANT integer := 10000;

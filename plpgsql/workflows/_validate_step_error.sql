@@ -20,7 +20,6 @@ CREATE OR REPLACE FUNCTION pgrun._workflow_raise_invalid_step(
 RETURNS void
 LANGUAGE plpgsql
 STABLE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_key text;

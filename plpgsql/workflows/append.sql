@@ -222,7 +222,6 @@ CREATE OR REPLACE FUNCTION pgrun._workflow_find_run(
 )
 LANGUAGE plpgsql
 STABLE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_scope record;

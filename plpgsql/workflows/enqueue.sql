@@ -212,7 +212,6 @@ CREATE OR REPLACE FUNCTION pgrun._workflow_insert_steps(p_run_id uuid, p_steps j
 RETURNS void
 LANGUAGE plpgsql
 VOLATILE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_now timestamptz := pgrun.now();
@@ -257,7 +256,6 @@ CREATE OR REPLACE FUNCTION pgrun._workflow_request_diff(p_stored jsonb, p_new js
 RETURNS text
 LANGUAGE sql
 IMMUTABLE
-SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT coalesce(
         string_agg(d.what, ', ' ORDER BY d.ord, d.what) FILTER (WHERE d.rn <= 10)

@@ -136,7 +136,6 @@ CREATE OR REPLACE FUNCTION pgrun._list_workflow_runs(
 RETURNS SETOF pgrun.workflow_runs
 LANGUAGE plpgsql
 STABLE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_limit integer := coalesce(p_max_rows, 50);

@@ -241,6 +241,8 @@ def _recorded_prefix(conn: psycopg.Connection[tuple[object, ...]]) -> str | None
 
 
 ROLE_KINDS = ("owner", "admin", "producer", "worker", "reader")
+#: The migration that brought the role model: older trees (a staged one) need no roles.
+ROLE_MODEL_VERSION = "0007"
 
 
 def _role_problems(conn: psycopg.Connection[tuple[object, ...]], prefix: str) -> list[str]:
@@ -320,7 +322,8 @@ def migrate(dsn: str, log: list[str] | None = None, *, prefix: str | None = None
                     f"this database's pgrun roles use the prefix {recorded_prefix!r}, not {wanted_prefix!r}; "
                     "a database keeps the prefix it was installed with"
                 )
-            blocking += _role_problems(conn, recorded_prefix or wanted_prefix or DEFAULT_ROLE_PREFIX)
+            if any(m.version >= ROLE_MODEL_VERSION for m in code if m.kind == "versioned"):
+                blocking += _role_problems(conn, recorded_prefix or wanted_prefix or DEFAULT_ROLE_PREFIX)
             if blocking:
                 raise MigrationError("\n".join(blocking))
             if wanted_prefix:

@@ -2,7 +2,7 @@
 -- the owner owns everything, clients hold no table privilege at all (the API is the only
 -- door), and a migrated database has nothing left for _security_plan to do.
 BEGIN;
-SELECT plan(12);
+SELECT plan(13);
 
 -- SETUP
 SELECT role_name AS owner FROM pgrun.install_roles WHERE kind = 'owner' \gset
@@ -38,12 +38,17 @@ SELECT is_empty(
 );
 SELECT is_empty(
     $$SELECT p.oid::regprocedure FROM pg_proc AS p
-      WHERE p.pronamespace = 'pgrun'::regnamespace
-        AND p.proname NOT IN ('now', '_clip', '_in_scope')
-        AND NOT EXISTS (SELECT FROM unnest(p.proconfig) AS c (setting) WHERE c.setting LIKE 'search_path=%')$$,
-    'every function pins search_path, but the three inlined SQL helpers, which qualify every name'
+      WHERE p.pronamespace = 'pgrun'::regnamespace AND p.proname ~ '^_' AND p.proname !~ '^_security'
+        AND EXISTS (SELECT FROM unnest(p.proconfig) AS c (setting) WHERE c.setting LIKE 'search_path=%')$$,
+    'private helpers pin nothing: they run inside the API and inherit its pinned search_path'
 );
-
+SELECT is(
+    (SELECT string_agg(p.proname || ':' || array_to_string(p.proconfig, ';'), ', ' ORDER BY p.proname)
+     FROM pg_proc AS p WHERE p.pronamespace = 'pgrun'::regnamespace AND p.proname ~ '^_security'),
+    '_security_apply:search_path=pg_catalog, pg_temp, _security_matrix:search_path=pg_catalog, pg_temp, '
+        '_security_plan:search_path=pg_catalog, pg_temp',
+    'the helpers migrate runs itself (from the migrator''s session) pin theirs'
+);
 -- TEST: ownership
 SELECT is_empty(
     format($$SELECT c.oid::regclass::text FROM pg_class AS c

@@ -1,0 +1,173 @@
+"""The hot path of this checkout against an older commit, side by side on one server.
+
+Measures single enqueue/s (enqueue_job in a loop, one connection) and the batch-100 cycle
+(claim_jobs + complete_jobs, 4 connections, 200,000 jobs) for three setups in alternating
+rounds, so drift on a shared machine falls on all of them alike; the ratios come from the
+medians:
+
+  * base          the schema of --base (default: the last commit before the role model),
+                  migrated by a login role and called by it, as deployments did then (every
+                  client was the owner);
+  * head, admin   this checkout's schema, called by a login role of pgrun_admin (no tenant
+                  filter);
+  * head, roles   this checkout's schema, called as clients call it under the role model:
+                  enqueue by a producer bound to one organization (its jobs are stamped),
+                  the cycle by a worker role with a queue scope.
+
+No setup calls as a superuser: a superuser skips every privilege check PostgreSQL makes on
+the functions and tables a statement uses, which no production client does.
+
+Usage: python bench/ab_bench.py [--base REF] [--quick] [--fast] [--json PATH]
+Without DATABASE_URL it starts an embedded server (durable settings unless --fast).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from jobs_bench import bench_cycle, bench_single_enqueue, server
+from pgrun import migrate
+from pgrun.testing import login_roles, scratch_database
+
+REPO = Path(__file__).resolve().parents[1]
+# The last commit before migration 0007 (the role model): every client was the owner then.
+DEFAULT_BASE = "5672efb"
+ORGANIZATION = "0b0e0f00-0000-4000-8000-000000000001"
+
+
+@contextmanager
+def schema_at(ref: str) -> Iterator[Path]:
+    """sql/ and plpgsql/ as they were at ``ref``, in a temporary folder."""
+    with tempfile.TemporaryDirectory(prefix="pgrun_ab_") as folder:
+        archive = subprocess.run(
+            ["git", "-C", str(REPO), "archive", ref, "sql", "plpgsql"], capture_output=True, check=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", folder], input=archive, check=True)
+        yield Path(folder)
+
+
+def migrate_from(dsn: str, schema: Path | None) -> None:
+    previous = os.environ.get("PGRUN_SCHEMA_DIR")
+    if schema is not None:
+        os.environ["PGRUN_SCHEMA_DIR"] = str(schema)
+    try:
+        migrate.migrate(dsn)
+    finally:
+        if previous is None:
+            os.environ.pop("PGRUN_SCHEMA_DIR", None)
+        else:
+            os.environ["PGRUN_SCHEMA_DIR"] = previous
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--base", default=DEFAULT_BASE, help=f"the commit to compare with (default {DEFAULT_BASE})"
+    )
+    parser.add_argument("--quick", action="store_true", help="one short round, for a smoke run")
+    parser.add_argument("--fast", action="store_true", help="embedded server without fsync")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--json", default="bench/results/ab.json")
+    args = parser.parse_args()
+    rounds = 1 if args.quick else args.rounds
+    seconds, jobs = (2.0, 20_000) if args.quick else (10.0, 200_000)
+
+    samples: dict[str, dict[str, list[float]]] = {}
+    with (
+        server(args.fast) as admin,
+        schema_at(args.base) as base_schema,
+        scratch_database(admin, prefix="pgrun_ab_head") as head,
+    ):
+        migrate_from(head, None)
+        roles = {"legacy": None, "admin": "admin", "producer": "producer", "worker": "worker"}
+        # The base database is made inside the roles' block: it belongs to the legacy login
+        # role, which can only be dropped once the database is gone.
+        with (
+            login_roles(admin, roles) as made,
+            scratch_database(admin, prefix="pgrun_ab_base") as base,
+        ):
+            # The base schema belongs to the login role that migrates it, as in a deployment.
+            with psycopg.connect(admin, autocommit=True) as conn:
+                conn.execute(
+                    sql.SQL("ALTER DATABASE {} OWNER TO {}").format(
+                        sql.Identifier(str(conninfo_to_dict(base)["dbname"])),
+                        sql.Identifier(made["legacy"].name),
+                    )
+                )
+            migrate_from(made["legacy"].dsn(base), base_schema)
+            with psycopg.connect(head, autocommit=True) as conn:
+                conn.execute(
+                    "SELECT pgrun.set_role_access(%s, organization_ids => ARRAY[%s]::uuid[])",
+                    (made["producer"].name, ORGANIZATION),
+                )
+                conn.execute(
+                    "SELECT pgrun.set_role_access(%s, queues => ARRAY['default'])", (made["worker"].name,)
+                )
+            legacy, head_admin = made["legacy"].dsn(base), made["admin"].dsn(head)
+            # (setup's owner-side DSN for loading and resetting, enqueue as, cycle as)
+            setups: dict[str, tuple[str, str | None, str | None]] = {
+                "base": (base, legacy, legacy),
+                "head, admin": (head, head_admin, head_admin),
+                "head, roles": (head, made["producer"].dsn(head), made["worker"].dsn(head)),
+            }
+            for n in range(rounds):
+                for name, (dsn, producer, worker) in setups.items():
+                    enqueue = bench_single_enqueue(dsn, seconds, driver_dsn=producer)
+                    cycle = bench_cycle(dsn, 100, jobs, driver_dsn=worker)
+                    got = samples.setdefault(
+                        name, {"single_enqueue_per_s": [], "cycle_batch_100_jobs_per_s": []}
+                    )
+                    got["single_enqueue_per_s"].append(enqueue)
+                    got["cycle_batch_100_jobs_per_s"].append(cycle)
+                    print(
+                        f"round {n + 1} {name}: enqueue {enqueue:.0f}/s, cycle {cycle:.0f} jobs/s", flush=True
+                    )
+
+    medians = {name: {k: statistics.median(v) for k, v in got.items()} for name, got in samples.items()}
+    results: dict[str, Any] = {
+        "server": "embedded, fsync off" if args.fast else "embedded, durable (fsync on)",
+        "base": args.base,
+        "rounds": samples,
+        "medians": medians,
+        "ratios_over_base": {
+            name: {k: v / medians["base"][k] for k, v in m.items()}
+            for name, m in medians.items()
+            if name != "base"
+        },
+    }
+    print()
+    print("| setup | single enqueue /s | batch-100 cycle jobs/s | enqueue vs base | cycle vs base |")
+    print("|---|---:|---:|---:|---:|")
+    for name, m in medians.items():
+        ratio = results["ratios_over_base"].get(
+            name, {"single_enqueue_per_s": 1.0, "cycle_batch_100_jobs_per_s": 1.0}
+        )
+        print(
+            f"| {name} | {m['single_enqueue_per_s']:,.0f} | {m['cycle_batch_100_jobs_per_s']:,.0f} "
+            f"| {ratio['single_enqueue_per_s']:.3f} | {ratio['cycle_batch_100_jobs_per_s']:.3f} |"
+        )
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
