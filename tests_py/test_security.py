@@ -280,3 +280,34 @@ def test_the_documented_matrix_is_the_one_migrate_applies(db: str) -> None:
             )
         }
     assert documented == applied
+
+
+def test_a_malformed_role_prefix_is_refused_before_anything_is_applied(empty_db: str, tmp_path: Path) -> None:
+    with pytest.raises(migrate.MigrationError, match="role prefix 'Bad-Prefix' is not"):
+        migrate.migrate(empty_db, prefix="Bad-Prefix")
+    # The psql bundle has no Python in front of it: migration 0007 itself refuses.
+    bundle = tmp_path / "pgrun.sql"
+    subprocess.run(
+        [sys.executable, "-m", "pgrun", "sql-bundle", "-o", str(bundle)], check=True, capture_output=True
+    )
+    applied = subprocess.run(
+        [
+            str(find_bindir() / "psql"),
+            empty_db,
+            "-X",
+            "-q",
+            "-v",
+            "role_prefix=Bad-Prefix",
+            "-f",
+            str(bundle),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert applied.returncode != 0
+    assert "access.invalid_role_prefix" in applied.stderr
+    with psycopg.connect(empty_db) as conn:
+        assert conn.execute("SELECT to_regnamespace('pgrun')").fetchone() == (None,), (
+            "the bundle is one transaction"
+        )

@@ -1,8 +1,7 @@
 -- Errors several job functions raise the same way.
 --
 -- * _raise_job_not_found: job.not_found (RQ002) for a job id that does not exist, or exists
---   in another organization than the one the caller named (tenant scoping never reveals
---   which). Used by get_job, cancel_job and requeue_job.
+--   in an organization the caller may not see (tenant scoping never reveals which). Used by get_job, cancel_job and requeue_job.
 --
 -- Locks: none.
 

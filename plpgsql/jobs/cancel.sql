@@ -10,8 +10,9 @@
 --   * succeeded, dead, cancelled -> job.not_cancellable.
 -- reason (at most 1024 characters kept) is stored in cancel_reason and in the event.
 --
--- Tenant scoping: with organization_id given, only that organization's jobs are visible;
--- another organization's job is job.not_found, exactly like a job that does not exist.
+-- Tenant scoping (util/_access.sql): only jobs of the organizations the caller acts for are
+-- visible; another organization's job is job.not_found, exactly like a job that does not
+-- exist. The events name the login role that cancelled (job_events.actor).
 --
 -- Locks: the one job row (FOR UPDATE).
 --
@@ -107,7 +108,8 @@ COMMENT ON FUNCTION pgrun.cancel_job(uuid, text, uuid) IS
 'Cancel a job. A queued job becomes cancelled at once (returns cancelled). A running job gets a cancel '
 'request (returns cancel_requested): heartbeat_jobs and report_progress report it, and the worker''s next '
 'complete/fail/continue ends the job cancelled (the reaper does so if its lease expires first); asking '
-'again changes nothing. reason is stored (at most 1024 characters). With organization_id, only that '
-'organization''s jobs are visible. One event per transition (cancelled or cancel_requested). '
+'again changes nothing. reason is stored (at most 1024 characters). Only jobs of the organizations the '
+'caller acts for are visible (organization_id names one). One event per transition (cancelled or '
+'cancel_requested), naming the login role in actor. '
 'Errors: job.not_found (RQ002; also another organization''s job), job.not_cancellable (RQ001: succeeded, '
 'dead or cancelled), job.invalid_argument (RQ003).';

@@ -31,6 +31,9 @@
 -- Errors (RQ003, before anything is locked): job.invalid_worker_id (NULL, blank or over
 -- 200 characters), job.invalid_lease_seconds (outside 1..86400), job.invalid_max_jobs
 -- (outside 1..1000). queues / job_types NULL mean "any"; an empty array matches nothing.
+-- A worker role with a scope (role_access queues / job_types) claims inside it: NULL means
+-- its scope, and a queue or type outside it is access.queue_denied / access.job_type_denied
+-- (42501, before anything is locked).
 
 CREATE OR REPLACE FUNCTION pgrun.claim_jobs(
     worker_id text,
@@ -230,4 +233,6 @@ COMMENT ON FUNCTION pgrun.claim_jobs(text, integer, integer, text[], text[]) IS
 'written. Returns one '
 'row per claimed job, in claim order, with what the handler needs (payload, attempt, step, state, '
 'progress, the lease). Never waits on a lock held by another claimer. '
-'Errors: job.invalid_worker_id, job.invalid_lease_seconds, job.invalid_max_jobs (RQ003).';
+'A worker role limited to queues or job types claims inside its scope (NULL filters = the scope). '
+'Errors: job.invalid_worker_id, job.invalid_lease_seconds, job.invalid_max_jobs (RQ003); '
+'access.queue_denied, access.job_type_denied (42501: a filter outside the role''s scope).';

@@ -128,7 +128,8 @@ COMMENT ON FUNCTION pgrun.complete_jobs(uuid[], uuid[], jsonb[]) IS
 'results (NULL, or one JSON value or NULL per job). Each job whose lease is still owned becomes succeeded '
 'with its result (or cancelled, without the result, when a cancel was requested), its attempt ends and '
 'one event is written. Returns one row per input job in input order: outcome succeeded, cancelled or '
-'lease_lost; for lease_lost, lost_reason is unknown_job, not_running, token_mismatch or lease_expired and '
+'lease_lost; for lease_lost, lost_reason is unknown_job, not_running, token_mismatch or lease_expired (not_held for a '
+'caller that never held the job and is not an admin) and '
 'nothing was written for that job. A lost lease never fails the rest of the batch. '
 'Errors: job.invalid_batch (RQ003).';
 

@@ -18,6 +18,12 @@
 -- Locks: one row of job_definitions or job_runtime_configs, via INSERT ... ON CONFLICT
 -- DO UPDATE (concurrent calls for one type serialize on that row; last writer wins).
 --
+-- Who: admins, and workers for the job types they run (within their role's queue / job type
+-- scope: access.queue_denied / access.job_type_denied, 42501); set_job_runtime_config is an
+-- admin's only. A definition that changed, and every runtime switch, leaves an audit_log row
+-- with the login role; restating a definition unchanged (workers do so at every start)
+-- writes nothing.
+--
 -- Errors (all RQ003, checked before anything is written): job.invalid_type,
 -- job.invalid_queue, job.invalid_priority, job.invalid_max_attempts,
 -- job.invalid_timeout, job.invalid_backoff, job.invalid_max_concurrency.
@@ -141,9 +147,11 @@ COMMENT ON FUNCTION pgrun.upsert_job_definition(
 'fail_job and the reaper apply (exponential from backoff_base_seconds, capped at backoff_max_seconds, '
 'spread by the backoff_jitter fraction). '
 'Omitted or NULL arguments take the built-in defaults (default, 100, 20, none, 2, 3600, 0.2): each call '
-'states the whole definition. Existing jobs keep their values. Returns the stored row. '
-'Errors: job.invalid_type, job.invalid_queue, job.invalid_priority, job.invalid_max_attempts, '
-'job.invalid_timeout, job.invalid_backoff (RQ003).';
+'states the whole definition. Existing jobs keep their values; an unchanged restatement writes nothing, '
+'a change leaves an audit_log row. Returns the stored row. A worker role declares only the job types and '
+'queues of its scope. Errors: job.invalid_type, job.invalid_queue, job.invalid_priority, '
+'job.invalid_max_attempts, job.invalid_timeout, job.invalid_backoff (RQ003); access.queue_denied, '
+'access.job_type_denied (42501).';
 
 CREATE OR REPLACE FUNCTION pgrun.set_job_runtime_config(
     job_type text,
@@ -219,5 +227,5 @@ COMMENT ON FUNCTION pgrun.set_job_runtime_config(text, boolean, integer, boolean
 'Operator switches for a job type: paused => true stops claim_jobs from taking its jobs (enqueue still '
 'works), paused => false resumes; max_concurrency caps how many of its jobs run at once; '
 'clear_max_concurrency => true removes the cap. NULL arguments leave the current setting as it is '
-'(a new type starts unpaused and uncapped). Returns the stored row. '
-'Errors: job.invalid_type, job.invalid_max_concurrency (RQ003).';
+'(a new type starts unpaused and uncapped). Each call leaves an audit_log row naming the login role. '
+'Returns the stored row. Errors: job.invalid_type, job.invalid_max_concurrency (RQ003).';

@@ -39,13 +39,18 @@
 --
 -- Locks: the inserted rows; a keyed insert waits for an uncommitted insert of its key.
 --
+-- Tenancy: each job is stamped with the organization the caller acts for: the one it names,
+-- else the only one its role is bound to (pgrun._caller_write_organizations); naming one it
+-- may not act for is access.organization_denied (42501), naming none while bound to several
+-- access.organization_required (RQ003). The stamped organization is part of the snapshot.
+--
 -- Errors: RQ003 job.invalid_batch, job.batch_too_large, job.invalid_type,
 -- job.invalid_payload, job.payload_too_large, job.invalid_queue, job.invalid_priority,
 -- job.invalid_max_attempts, job.invalid_timeout, job.invalid_schedule,
 -- job.invalid_idempotency_key, job.invalid_organization; RQ001
 -- job.enqueue_conflicting_retry; RQ006 job.enqueue_idempotency_unsupported_isolation;
 -- 40001 job.enqueue_idempotency_race (the keyed row vanished between conflict and read,
--- e.g. purged: retry).
+-- e.g. purged: retry); 42501 access.organization_denied; RQ003 access.organization_required.
 
 -- The core both enqueue functions call. p_single => true words errors for one job
 -- (no element index). Generic plans (here and in the helpers): with the default plan
@@ -406,7 +411,8 @@ COMMENT ON FUNCTION pgrun.enqueue_job(
 'pgrun_jobs with the queue name when the job is ready now. Returns job_id, created, status, run_at. '
 'Input errors (RQ003): job.invalid_type, job.invalid_payload, job.payload_too_large, job.invalid_queue, '
 'job.invalid_priority, job.invalid_max_attempts, job.invalid_timeout, job.invalid_schedule, '
-'job.invalid_idempotency_key, job.invalid_organization.';
+'job.invalid_idempotency_key, job.invalid_organization. The job belongs to the organization the caller '
+'acts for (the one named, or the only one its role is bound to): access.organization_denied (42501: an organization the caller may not act for), access.organization_required (RQ003: the caller acts for several and named none).';
 
 CREATE OR REPLACE FUNCTION pgrun.enqueue_jobs(jobs jsonb)
 RETURNS TABLE (ordinality integer, job_id uuid, created boolean)

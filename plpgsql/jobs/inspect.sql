@@ -14,8 +14,10 @@
 -- columns but not the blobs (payload, state, progress, result, enqueue_request):
 -- get_job has those.
 --
--- Tenancy: with organization_id both see only that organization's jobs; another
--- organization's job is job.not_found, exactly like a missing one. Without it they
+-- Tenancy (util/_access.sql): both see only the jobs of the organizations the caller acts
+-- for; organization_id narrows that to one. Another organization's job is job.not_found,
+-- exactly like a missing one. For an admin a NULL organization_id means every job; for
+-- anyone else it never means every tenant. Without it an admin sees
 -- see every job (operators).
 --
 -- Errors: job.not_found (RQ002); job.invalid_status, job.invalid_max_rows (RQ003).
@@ -66,8 +68,9 @@ $$;
 
 COMMENT ON FUNCTION pgrun.get_job(uuid, uuid) IS
 'One job as jsonb: all its columns (lease_token omitted), plus "attempts" (one object per claim, in '
-'order) and "dead_letters" (oldest first). With organization_id, only that organization''s job is '
-'visible. Errors: job.not_found (RQ002) when there is no such job or it belongs to another organization.';
+'order) and "dead_letters" (oldest first). Only jobs of the organizations the caller acts for are '
+'visible (organization_id names one). Errors: job.not_found (RQ002) when there is no such job or the caller '
+'may not see it.';
 
 -- The query behind list_jobs; plpgsql only so that each filter combination gets its
 -- own plan (dynamic SQL) instead of a generic one full of "param IS NULL OR ...".
@@ -204,6 +207,7 @@ $$;
 
 COMMENT ON FUNCTION pgrun.list_jobs(text, text, text, uuid, uuid, uuid, integer) IS
 'A page of jobs in ascending id (= creation) order, oldest first: pass the last id you got as after_id '
-'for the next page. Filters (NULL = any): status, job_type, queue, organization_id (tenant scope), '
+'for the next page. Only jobs the caller may see (its organizations; an admin: all). Filters (NULL = any): '
+'status, job_type, queue, organization_id (one of the caller''s organizations), '
 'workflow_run_id. max_rows 1..1000, default 50. Returns the scheduling, lease and outcome columns, not '
 'payload/state/progress/result (use get_job). Errors: job.invalid_status, job.invalid_max_rows (RQ003).';

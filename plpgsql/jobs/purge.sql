@@ -5,7 +5,9 @@
 -- with their job_events (the finished attempts among them), job_logs and job_dead_letters
 -- rows (the history tables carry no foreign keys, so this function is what keeps them
 -- consistent). Queued and running jobs are never touched, however old. With
--- organization_id given, only that organization's jobs are purged. A purged job's
+-- organization_id given, only that organization's jobs are purged. Admins only (the role
+-- matrix); each call that deleted something leaves an audit_log row 'jobs.purged' with the
+-- counts (jobs, events, logs, dead letters), the cutoff and who. A purged job's
 -- idempotency key is free again.
 -- Returns the number of jobs deleted; call again while it returns max_jobs.
 --
@@ -131,7 +133,8 @@ $$;
 COMMENT ON FUNCTION pgrun.purge_finished_jobs(interval, integer, uuid) IS
 'Delete up to max_jobs (1..100000, default 10000) finished jobs (succeeded, dead, cancelled) whose '
 'finished_at is older than now - older_than, oldest first, with their attempts, events, logs and dead '
-'letters. Queued and running jobs are never deleted. With organization_id, only that organization''s '
+'letters. Queued and running jobs are never deleted. Admins only; a call that deleted something records '
+'who deleted what in audit_log (jobs.purged). With organization_id, only that organization''s '
 'jobs. Jobs locked by a concurrent write are skipped. Returns how many jobs were deleted; call again '
 'while it returns max_jobs. '
 'Errors: job.invalid_older_than, job.invalid_max_jobs (RQ003).';

@@ -6,8 +6,8 @@
 -- were. Its open job_dead_letters rows get requeued_at stamped. One 'requeued' event.
 -- Any other status (queued, running, succeeded) is job.not_requeueable.
 --
--- Tenant scoping: with organization_id given, only that organization's jobs are visible;
--- another organization's job is job.not_found.
+-- Tenant scoping (util/_access.sql): only jobs of the organizations the caller acts for are
+-- visible; another organization's job is job.not_found. The event names the login role.
 --
 -- Locks: the one job row (FOR UPDATE), then its dead letter rows.
 --
@@ -91,6 +91,7 @@ $$;
 COMMENT ON FUNCTION pgrun.requeue_job(uuid, uuid, timestamptz) IS
 'Put a dead or cancelled job back in the queue at run_at (NULL = now) with a fresh attempt budget '
 '(total_attempts keeps counting); its dead letters get requeued_at stamped and one requeued event is '
-'written. With organization_id, only that organization''s jobs are visible. Returns the run_at. '
+'written (actor: the login role). Only jobs of the organizations the caller acts for are visible '
+'(organization_id names one). Returns the run_at. '
 'Errors: job.not_found (RQ002; also another organization''s job), job.not_requeueable (RQ001: queued, '
 'running or succeeded), job.invalid_argument (RQ003).';

@@ -1,7 +1,9 @@
 -- pause_schedule, resume_schedule, delete_schedule, list_schedules: the operator's side.
 --
--- A schedule is named by (name, organization_id); organization_id NULL names the schedule
--- without an organization (a schedule of an organization is only found with its id).
+-- A schedule is named by (name, organization): the organization the caller acts for
+-- (pgrun._caller_organization: the one named; NULL is none, or the only organization a bound
+-- role has). A schedule of an organization the caller may not act for is schedule.not_found.
+-- Each pause, resume and delete that changed something leaves an audit_log row.
 --
 -- pause_schedule sets paused_at: the schedule leaves the due index, so no scheduler claims
 -- it, and any scheduler's current claim is dropped (its fire_schedule raises
@@ -22,7 +24,8 @@
 -- Locks: the schedule's row (FOR UPDATE, then the update or delete; delete cascades to its
 -- ticks). list_schedules takes none.
 --
--- Errors: schedule.not_found (RQ002); schedule.invalid_name (RQ003, NULL name).
+-- Errors: schedule.not_found (RQ002); schedule.invalid_name (RQ003, NULL name);
+-- access.organization_required (RQ003: the caller acts for several organizations).
 
 CREATE OR REPLACE FUNCTION pgrun.pause_schedule(name text, organization_id uuid DEFAULT NULL)
 RETURNS TABLE (schedule_id uuid, paused_at timestamptz, changed boolean)
@@ -59,7 +62,7 @@ COMMENT ON FUNCTION pgrun.pause_schedule(text, uuid) IS
 'Pause the schedule (name, organization_id): no scheduler claims it until resume_schedule, and a '
 'scheduler''s current claim is dropped (its fire_schedule raises schedule.claim_lost). Jobs already made '
 'are untouched; upsert_schedule never unpauses. Returns schedule_id, paused_at, changed (false when it was '
-'already paused). Errors: schedule.not_found (RQ002), schedule.invalid_name (RQ003).';
+'already paused). Errors: schedule.not_found (RQ002), schedule.invalid_name, access.organization_required (RQ003).';
 
 CREATE OR REPLACE FUNCTION pgrun.resume_schedule(name text, organization_id uuid DEFAULT NULL)
 RETURNS TABLE (schedule_id uuid, next_run_at timestamptz, changed boolean)
@@ -98,7 +101,7 @@ COMMENT ON FUNCTION pgrun.resume_schedule(text, uuid) IS
 'Resume a paused schedule (name, organization_id); it is due at once. The paused window is replayed only '
 'with catch_up all (every plan time of the window, the most recent backfill_limit); with latest and none '
 'only plan times after the resume fire. Returns schedule_id, next_run_at, changed (false when it was not '
-'paused). Errors: schedule.not_found (RQ002), schedule.invalid_name (RQ003).';
+'paused). Errors: schedule.not_found (RQ002), schedule.invalid_name, access.organization_required (RQ003).';
 
 CREATE OR REPLACE FUNCTION pgrun.delete_schedule(name text, organization_id uuid DEFAULT NULL)
 RETURNS TABLE (schedule_id uuid, ticks_deleted bigint)
@@ -126,8 +129,8 @@ $$;
 
 COMMENT ON FUNCTION pgrun.delete_schedule(text, uuid) IS
 'Delete the schedule (name, organization_id) and its ticks. Jobs it made stay, as ordinary jobs. Returns '
-'schedule_id and the number of ticks deleted. Errors: schedule.not_found (RQ002), schedule.invalid_name '
-'(RQ003).';
+'schedule_id and the number of ticks deleted. Errors: schedule.not_found (RQ002), schedule.invalid_name, '
+'access.organization_required (RQ003).';
 
 CREATE OR REPLACE FUNCTION pgrun.list_schedules(organization_id uuid DEFAULT NULL)
 RETURNS TABLE (
@@ -171,7 +174,8 @@ AS $$
 $$;
 
 COMMENT ON FUNCTION pgrun.list_schedules(uuid) IS
-'Every schedule (or, with organization_id, that organization''s), by organization then name: the '
+'Every schedule the caller may see (its organizations; an admin: all, or with organization_id that '
+'organization''s), by organization then name: the '
 'declaration, enabled / paused_at, next_run_at (when a scheduler looks next), last_plan_at (the latest '
 'plan time that fired) and last_fired_at (when, database time), planned_until (every plan time up to it '
 'is decided) and the claiming scheduler, if any.';

@@ -182,12 +182,14 @@ COMMENT ON FUNCTION pgrun.fire_schedule(uuid, timestamptz[], timestamptz, uuid, 
 'Fire a schedule''s plan times: one tick and one job per (scope, plan time), ever: a plan time fired '
 'before (by any scheduler) returns its job with created = false. plan_times: finite, not after the '
 'database''s now, at most 10000 (empty fires nothing). next_run_at: when the schedule is due again, after '
-'every plan time. claim_token: the one claim_due_schedules returned; when given it must still be the '
-'schedule''s claim (else schedule.claim_lost, RQ004, nothing written), and the claim is released. '
+'every plan time, at most 10 years from now. claim_token (required): the one claim_due_schedules returned; '
+'it must still be the schedule''s live claim (else schedule.claim_lost, RQ004, nothing written), and the '
+'claim is released. Paused and disabled schedules never fire (schedule.not_active, RQ001). '
 'planned_until (default the latest plan time, at most now): every plan time up to it counts as decided, '
 'fired or skipped. Jobs are ordinary jobs (jobs.schedule_id set, run_at = plan time; scoped: payload '
 '"scope"). Returns plan_time, scope, job_id, created. Errors (RQ003): schedule.invalid_argument, '
-'schedule.invalid_plan_times, schedule.invalid_next_run_at; schedule.not_found (RQ002).';
+'schedule.invalid_plan_times, schedule.invalid_next_run_at; schedule.not_found (RQ002); schedule.claim_lost '
+'(RQ004); schedule.not_active (RQ001).';
 
 -- The ticks and jobs of plan times p_times of schedule p_s, one per (plan time, scope), ever:
 -- the tick insert ON CONFLICT DO NOTHING decides, and only the ticks this call inserted make

@@ -1,6 +1,10 @@
 -- upsert_schedule: declare a cron schedule (create it, or restate it by name).
 --
--- A schedule is identified by (organization_id, name). The call states the whole
+-- A schedule is identified by (organization_id, name); the organization is the one the
+-- caller acts for (named, or its role's only one; another is access.organization_denied),
+-- a worker declares schedules of the job types in its scope only, and a schedule scoped by
+-- organization needs a caller that may name any. A created or changed schedule leaves an
+-- audit_log row. The call states the whole
 -- declaration (cron, timezone, the job template, catch-up policy, scopes, enabled): every
 -- argument left out takes its default, as upsert_job_definition does. The operator's pause
 -- (pause_schedule) is not part of the declaration and survives any upsert, so an app that
@@ -249,7 +253,11 @@ COMMENT ON FUNCTION pgrun.upsert_schedule(
 'fires only when seen at most misfire_grace_seconds late). scope_kind organization / key with scopes: one '
 'tick and job per scope and plan time (organization: the job belongs to it; the payload gets "scope"). '
 'forbid_stale_reentry: a job whose lease expires is killed and its tick marked failed instead of running '
-'again. A paused schedule stays paused. Returns schedule_id, created, changed, next_run_at. Errors '
+'again. A paused schedule stays paused. The schedule belongs to the organization the caller acts for; '
+'a worker declares schedules of its scope''s job types only; scope_kind organization needs an admin or a '
+'role that may name any organization. A created or changed schedule leaves an audit_log row. Returns '
+'schedule_id, created, changed, next_run_at. Errors (42501): access.organization_denied, '
+'access.queue_denied, access.job_type_denied; (RQ003) access.organization_required, and '
 '(RQ003): schedule.invalid_name, schedule.invalid_cron, schedule.invalid_timezone, '
 'schedule.invalid_catch_up, schedule.invalid_backfill_limit, schedule.invalid_misfire_grace, '
 'schedule.invalid_scopes, schedule.reserved_payload_key, and enqueue_job''s job.* input codes.';

@@ -17,8 +17,9 @@
 -- finished; a different request raises workflow.append_conflicting_retry. A NULL key
 -- appends every time.
 --
--- Tenant scoping: with organization_id given, another organization's run is
--- workflow.run_not_found.
+-- Tenant scoping (util/_access.sql): only runs of the organizations the caller acts for are
+-- visible; another organization's run is workflow.run_not_found. Each call that changed
+-- the run leaves an audit_log row naming the login role.
 --
 -- Locks, in order: the run's SHARED advisory lock without waiting
 -- (workflow.release_conflict when a cancel holds it), the workflow_runs row (FOR NO KEY
@@ -205,8 +206,8 @@ COMMENT ON FUNCTION pgrun.append_workflow_steps(uuid, text, jsonb, uuid) IS
 'one the edge resolves at once (on_success behind a failed, skipped or cancelled prerequisite skips the step). '
 'Ready new steps are released at once. With mutation_key (1..256 characters) the append is idempotent per '
 'run: the same steps (in any order) return the first call''s mutation with created = false, different ones '
-'raise workflow.append_conflicting_retry (RQ001); NULL appends every time. With organization_id, only that '
-'organization''s runs are visible. Returns mutation_id, created, step_keys (sorted), run_status. '
+'raise workflow.append_conflicting_retry (RQ001); NULL appends every time. Only runs of the organizations the '
+'caller acts for are visible; an audit_log row records who appended. Returns mutation_id, created, step_keys (sorted), run_status. '
 'Errors: the step validation codes of enqueue_workflow (RQ003), workflow.invalid_argument (RQ003), '
 'workflow.run_not_found (RQ002), workflow.run_finished (RQ001: the run is not running), '
 'workflow.release_conflict (RQ001: a cancel of the run is in progress; retry).';

@@ -23,8 +23,9 @@
 --      exclusive lock is only ever held together with every unfinished job row, and a
 --      completion waiting for the shared lock never holds a row we wait for;
 --   3. the workflow_runs row, then the step rows.
--- Tenant scoping: with organization_id given, another organization's run is
--- workflow.run_not_found.
+-- Tenant scoping (util/_access.sql): only runs of the organizations the caller acts for are
+-- visible; another organization's run is workflow.run_not_found. Each call that changed
+-- the run leaves an audit_log row naming the login role.
 --
 -- Errors: workflow.invalid_argument (RQ003), workflow.run_not_found (RQ002),
 -- workflow.run_finished (RQ001), workflow.release_conflict (RQ001: jobs kept appearing
@@ -207,7 +208,7 @@ COMMENT ON FUNCTION pgrun.cancel_workflow_run(uuid, text, uuid) IS
 'Cancel a running workflow run: every unfinished step becomes cancelled, queued jobs are cancelled, running '
 'jobs get a cancel request (as cancel_job does; heartbeat_jobs reports it), the run becomes cancelled with '
 'reason (at most 1024 characters). A job finishing afterwards keeps its own outcome but releases nothing. '
-'Cancelling a cancelled run changes nothing (changed = false). With organization_id, only that '
-'organization''s runs are visible. Returns status, changed, cancelled_steps, cancelled_jobs, '
+'Cancelling a cancelled run changes nothing (changed = false). Only runs of the organizations the caller '
+'acts for are visible; an audit_log row records who cancelled. Returns status, changed, cancelled_steps, cancelled_jobs, '
 'cancel_requested_jobs. Errors: workflow.invalid_argument (RQ003), workflow.run_not_found (RQ002), '
 'workflow.run_finished (RQ001: already succeeded or failed), workflow.release_conflict (RQ001: retry).';

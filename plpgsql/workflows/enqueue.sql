@@ -10,6 +10,10 @@
 -- pg_notify per queue), an external step becomes waiting_for_external. The run is
 -- 'running' (it has at least one step, and none is terminal yet).
 --
+-- Tenancy: the run is stamped with the organization the caller acts for (the one named, or the
+-- only one its role is bound to; another is access.organization_denied, 42501), and so are
+-- the jobs its steps make.
+--
 -- Idempotency: with an idempotency_key the run is unique per (organization_id, key).
 -- The canonical request snapshot stored in workflow_runs.enqueue_request is
 -- {"name", "metadata", "steps"} with the steps in normal form: sorted by key, defaults
@@ -29,7 +33,8 @@
 -- Errors: every validation code of _workflow_check_steps, workflow.invalid_spec,
 -- workflow.spec_too_large, workflow.payload_too_large (metadata) (RQ003);
 -- workflow.enqueue_conflicting_retry (RQ001);
--- workflow.enqueue_idempotency_unsupported_isolation (RQ006);
+-- workflow.enqueue_idempotency_unsupported_isolation (RQ006); access.organization_denied
+-- (42501), access.organization_required (RQ003);
 -- workflow.enqueue_idempotency_race (40001: the keyed run vanished between the conflict
 -- and the read; retry).
 
@@ -204,7 +209,8 @@ COMMENT ON FUNCTION pgrun.enqueue_workflow(jsonb) IS
 'workflow.external_step_with_job_template, workflow.payload_too_large, workflow.reserved_payload_key, '
 'workflow.too_many_dependencies, workflow.invalid_dependency, workflow.invalid_release_mode, '
 'workflow.self_dependency, workflow.unknown_dependency, workflow.duplicate_dependency, '
-'workflow.cycle_detected.';
+'workflow.cycle_detected. The run belongs to the organization the caller acts for (spec organization_id, '
+'or the only one its role is bound to): access.organization_denied (42501: an organization the caller may not act for), access.organization_required (RQ003: the caller acts for several and named none).';
 
 -- Store normalized steps (the output of _workflow_check_steps) and their edges for a run,
 -- every step blocked with dependency_count_pending = its number of dependencies.

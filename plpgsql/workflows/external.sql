@@ -12,8 +12,9 @@
 -- step that is still blocked, is a conflict. A step of a cancelled run is cancelled, so
 -- closing it is workflow.step_already_finished.
 --
--- Tenant scoping: with organization_id given, another organization's run is
--- workflow.run_not_found.
+-- Tenant scoping (util/_access.sql): only runs of the organizations the caller acts for are
+-- visible; another organization's run is workflow.run_not_found. Each call that changed
+-- the run leaves an audit_log row naming the login role.
 --
 -- Locks, in order: the run's SHARED advisory lock without waiting
 -- (workflow.release_conflict when a cancel holds it), the workflow_runs row (FOR NO KEY
@@ -131,7 +132,8 @@ COMMENT ON FUNCTION pgrun.complete_external_step(uuid, text, boolean, jsonb, uui
 'Close an external step that is waiting_for_external: it becomes succeeded (succeeded => true, the default) '
 'or failed, with output (any JSON up to 1 MiB, or NULL) passed on to its dependents; dependents are released '
 'or skipped as for a finished job, and the run status is recomputed. Repeating the same call changes nothing '
-'(changed = false). With organization_id, only that organization''s runs are visible. Returns step_status, '
+'(changed = false). Only runs of the organizations the caller acts for are visible; an audit_log row '
+'records who closed the step. Returns step_status, '
 'run_status, changed. Errors: workflow.invalid_argument, workflow.payload_too_large, '
 'workflow.step_not_external (RQ003); workflow.run_not_found, workflow.step_not_found (RQ002); '
 'workflow.step_not_waiting (still blocked), workflow.step_already_finished (finished differently, or '

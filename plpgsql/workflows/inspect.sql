@@ -13,8 +13,9 @@
 -- first: pass the last id of a page as after_id for the next. Filters combine with AND;
 -- NULL means no filter.
 --
--- Tenancy: with organization_id both see only that organization's runs; another
--- organization's run is workflow.run_not_found, exactly like a missing one.
+-- Tenancy (util/_access.sql): both see only the runs of the organizations the caller acts
+-- for (organization_id narrows that to one); another organization's run is
+-- workflow.run_not_found, exactly like a missing one.
 --
 -- Errors: workflow.run_not_found (RQ002); workflow.invalid_status,
 -- workflow.invalid_max_rows (RQ003).
@@ -122,8 +123,8 @@ COMMENT ON FUNCTION pgrun.get_workflow_run(uuid, uuid) IS
 'One workflow run as jsonb: its columns (without the idempotency snapshot), "steps" (by key: kind, status, '
 'job template, dependency counters, job_id and the job''s live job_status, output, timestamps), '
 '"dependencies" (edges: step, depends_on, release_mode, resolved) and "mutations" (appends, oldest first). '
-'With organization_id, only that organization''s run is visible. '
-'Errors: workflow.run_not_found (RQ002), also for another organization''s run.';
+'Only runs of the organizations the caller acts for are visible (organization_id names one). '
+'Errors: workflow.run_not_found (RQ002), also for a run the caller may not see.';
 
 -- The query behind list_workflow_runs (plpgsql for the argument checks; the public
 -- function is SQL because its parameters and result columns share names).
@@ -210,6 +211,6 @@ $$;
 COMMENT ON FUNCTION pgrun.list_workflow_runs(text, uuid, uuid, integer) IS
 'A page of workflow runs in ascending id (= creation) order, oldest first: pass the last id you got as '
 'after_id for the next page. Filters (NULL = any): status (running, succeeded, failed, cancelled), '
-'organization_id (tenant scope). max_rows 1..1000, default 50. Returns the run columns; get_workflow_run '
+'organization_id (one of the caller''s organizations; only those are listed). max_rows 1..1000, default 50. Returns the run columns; get_workflow_run '
 'has the steps; open_step_count is how many steps are not finished yet. Errors: workflow.invalid_status, '
 'workflow.invalid_max_rows (RQ003).';
