@@ -27,7 +27,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -36,14 +35,12 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from jobs_bench import bench_cycle, bench_single_enqueue, server
 from pgrun import migrate
-from pgrun.testing import login_roles, scratch_database
+from pgrun.testing import extract_schema, login_roles, scratch_database, set_database_owner
 
 REPO = Path(__file__).resolve().parents[1]
 # The last commit before migration 0007 (the role model): every client was the owner then.
@@ -55,11 +52,7 @@ ORGANIZATION = "0b0e0f00-0000-4000-8000-000000000001"
 def schema_at(ref: str) -> Iterator[Path]:
     """sql/ and plpgsql/ as they were at ``ref``, in a temporary folder."""
     with tempfile.TemporaryDirectory(prefix="pgrun_ab_") as folder:
-        archive = subprocess.run(
-            ["git", "-C", str(REPO), "archive", ref, "sql", "plpgsql"], capture_output=True, check=True
-        ).stdout
-        subprocess.run(["tar", "-x", "-C", folder], input=archive, check=True)
-        yield Path(folder)
+        yield extract_schema(ref, Path(folder))
 
 
 def migrate_from(dsn: str, schema: Path | None) -> None:
@@ -105,13 +98,7 @@ def main() -> int:
             scratch_database(admin, prefix="pgrun_ab_base") as base,
         ):
             # The base schema belongs to the login role that migrates it, as in a deployment.
-            with psycopg.connect(admin, autocommit=True) as conn:
-                conn.execute(
-                    sql.SQL("ALTER DATABASE {} OWNER TO {}").format(
-                        sql.Identifier(str(conninfo_to_dict(base)["dbname"])),
-                        sql.Identifier(made["legacy"].name),
-                    )
-                )
+            set_database_owner(admin, base, made["legacy"].name)
             migrate_from(made["legacy"].dsn(base), base_schema)
             with psycopg.connect(head, autocommit=True) as conn:
                 conn.execute(

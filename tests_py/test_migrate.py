@@ -14,6 +14,7 @@ import pytest
 
 from pgrun import migrate
 from pgrun.server import find_bindir
+from pgrun.testing import extract_schema
 
 REPO = Path(__file__).resolve().parents[1]
 PGRUN = [sys.executable, "-m", "pgrun"]
@@ -306,18 +307,8 @@ BEFORE_0005 = "743fe9a"
 ATTEMPTS_SNAPSHOT = "SELECT * FROM pgrun.job_attempts ORDER BY job_id, attempt"
 
 
-def _tree_at(commit: str, dest: Path) -> Path:
-    """sql/ and plpgsql/ as they were at `commit`, extracted into dest."""
-    dest.mkdir(parents=True)
-    archive = subprocess.run(
-        ["git", "-C", str(REPO), "archive", commit, "sql", "plpgsql"], capture_output=True, check=True
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
-    return dest
-
-
 def _migrate_before_0005(dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    old = _tree_at(BEFORE_0005, tmp_path / "before_0005")
+    old = extract_schema(BEFORE_0005, tmp_path / "before_0005")
     assert sorted(p.name for p in (old / "sql").glob("*.sql")) == [
         "0001_foundation.sql",
         "0002_jobs.sql",

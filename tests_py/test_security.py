@@ -20,7 +20,15 @@ from pgrun import migrate
 from pgrun.client import Client
 from pgrun.errors import PermissionDeniedError
 from pgrun.server import find_bindir
-from pgrun.testing import LoginRole, create_login, drop_login, login_roles, scratch_database
+from pgrun.testing import (
+    LoginRole,
+    create_login,
+    drop_login,
+    extract_schema,
+    login_roles,
+    scratch_database,
+    set_database_owner,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 # The last commit before migration 0007 (no roles: every function EXECUTE to PUBLIC).
@@ -64,20 +72,11 @@ def cli(args: list[str], dsn: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _tree_at(commit: str, dest: Path) -> Path:
-    dest.mkdir(parents=True)
-    archive = subprocess.run(
-        ["git", "-C", str(REPO), "archive", commit, "sql", "plpgsql"], capture_output=True, check=True
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
-    return dest
-
-
 def test_an_upgrade_hardens_an_open_install_and_later_upgrades_keep_its_privileges_and_mappings(
     empty_db: str, roles: dict[str, LoginRole], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Before 0007 the API works for its owner only: no other role may even use the schema.
-    monkeypatch.setenv("PGRUN_SCHEMA_DIR", str(_tree_at(BEFORE_0007, tmp_path / "old")))
+    monkeypatch.setenv("PGRUN_SCHEMA_DIR", str(extract_schema(BEFORE_0007, tmp_path / "old")))
     migrate.migrate(empty_db)
     with (
         psycopg.connect(roles["reader"].dsn(empty_db)) as conn,
@@ -172,13 +171,7 @@ def test_a_non_superuser_with_createrole_installs_the_role_model(admin_dsn: str)
         dba = create_login(conn, f"{prefix}_dba", attributes="CREATEROLE")
     try:
         with scratch_database(admin_dsn) as dsn:
-            with psycopg.connect(admin_dsn, autocommit=True) as conn:
-                name = psycopg.conninfo.conninfo_to_dict(dsn)["dbname"]
-                conn.execute(
-                    sql.SQL("ALTER DATABASE {} OWNER TO {}").format(
-                        sql.Identifier(str(name)), sql.Identifier(dba.name)
-                    )
-                )
+            set_database_owner(admin_dsn, dsn, dba.name)
             assert migrate.migrate(dba.dsn(dsn), prefix=prefix)[-1] == "plpgsql"
             owners = {owner for _, _, owner, _ in privileges(dsn)}
             assert owners == {f"{prefix}_owner"}, (
@@ -202,13 +195,7 @@ def test_a_migrator_that_may_not_create_roles_is_told_what_to_run_and_nothing_is
         plain = create_login(conn, f"{prefix}_plain")
     try:
         with scratch_database(admin_dsn) as dsn:
-            with psycopg.connect(admin_dsn, autocommit=True) as conn:
-                name = psycopg.conninfo.conninfo_to_dict(dsn)["dbname"]
-                conn.execute(
-                    sql.SQL("ALTER DATABASE {} OWNER TO {}").format(
-                        sql.Identifier(str(name)), sql.Identifier(plain.name)
-                    )
-                )
+            set_database_owner(admin_dsn, dsn, plain.name)
             with pytest.raises(migrate.MigrationError) as refused:
                 migrate.migrate(plain.dsn(dsn), prefix=prefix)
             message = str(refused.value)

@@ -9,9 +9,11 @@ members of pgrun's group roles (docs/security.md) with ``login_roles``.
 from __future__ import annotations
 
 import secrets
+import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -118,3 +120,25 @@ def login_roles(
         finally:
             for role in made.values():
                 drop_login(conn, role.name)
+
+
+def set_database_owner(admin_dsn: str, dsn: str, owner: str) -> None:
+    """Make role ``owner`` the owner of ``dsn``'s database (so it may create a schema there)."""
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("ALTER DATABASE {} OWNER TO {}").format(
+                sql.Identifier(str(conninfo_to_dict(dsn)["dbname"])), sql.Identifier(owner)
+            )
+        )
+
+
+def extract_schema(commit: str, dest: Path) -> Path:
+    """``sql/`` and ``plpgsql/`` as they were at ``commit`` of this source checkout, extracted
+    into ``dest`` (point ``PGRUN_SCHEMA_DIR`` at it to migrate an older schema)."""
+    checkout = Path(__file__).resolve().parents[2]
+    dest.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(
+        ["git", "-C", str(checkout), "archive", commit, "sql", "plpgsql"], capture_output=True, check=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest
