@@ -2,7 +2,7 @@
 -- states a role's whole access (a full replace); bad input is refused with a code and changes
 -- nothing.
 BEGIN;
-SELECT plan(17);
+SELECT plan(18);
 
 -- SETUP
 SELECT gen_random_uuid() AS org_a, gen_random_uuid() AS org_b \gset
@@ -56,6 +56,15 @@ SELECT is(pgrun.remove_role_access('pgrun_tap_tenant_a'), true, 'remove_role_acc
 SELECT is(pgrun.remove_role_access('pgrun_tap_tenant_a'), false, 'and says so when there is none');
 SELECT throws_ok($$SELECT pgrun.remove_role_access('no_such_role_anywhere')$$, 'RQ003', 'access.invalid_role',
     'removing an unknown role is refused');
+
+-- TEST: a role dropped after it was given access does not break the listing
+CREATE ROLE pgrun_tap_short_lived NOLOGIN;
+SELECT pgrun.set_role_access('pgrun_tap_short_lived', any_organization => true);
+DROP ROLE pgrun_tap_short_lived;
+SELECT is(
+    (SELECT count(*) FROM pgrun.list_role_access() WHERE pgrun_roles = '{}' AND any_organization),
+    1::bigint, 'list_role_access still lists its row (under the old oid), a member of no pgrun role'
+);
 
 SELECT * FROM finish();
 ROLLBACK;
