@@ -30,7 +30,7 @@
 -- Locks: none (audit_log insert only). Errors: access.organization_required (RQ003),
 -- access.queue_denied, access.job_type_denied (42501).
 
--- The three helpers below are SQL without a SET clause, so the planner inlines them into the
+-- The four helpers below are SQL without a SET clause, so the planner inlines them into the
 -- query that asks (one statement instead of a chain of function calls, each of which would
 -- save and restore search_path: about 20 us of every single enqueue). Every name in them is
 -- schema-qualified instead, as in pgrun._clip; they only ever run inside the API, whose
