@@ -194,6 +194,8 @@ async def run_demo(producer_dsn: str, worker_dsn: str) -> int:
             poll_interval_ms=200,
             shutdown_grace_seconds=5,
             schedule_poll_interval_seconds=1,
+            # retention is an admin's (pgrun purge): the worker role does not purge
+            retention_hours=0,
         )
         stop = asyncio.Event()
         loops = asyncio.create_task(run_loops(default_loops(app), config, stop))
