@@ -115,14 +115,11 @@ BEGIN
     SELECT w.default_organization, w.allowed_organizations INTO v_default_org, v_allowed_orgs
     FROM pgrun._caller_write_organizations() AS w;
     IF v_allowed_orgs IS NOT NULL THEN
-        SELECT e.ord::integer, coalesce((e.elem ->> 'organization_id')::uuid, v_default_org)
+        SELECT e.ord::integer, o.org
         INTO v_bad_ord, v_bad_org
         FROM jsonb_array_elements(p_requests) WITH ORDINALITY AS e (elem, ord)
-        WHERE CASE
-            WHEN coalesce((e.elem ->> 'organization_id')::uuid, v_default_org) IS NULL
-                THEN cardinality(v_allowed_orgs) > 0
-            ELSE coalesce((e.elem ->> 'organization_id')::uuid, v_default_org) <> ALL (v_allowed_orgs)
-        END
+        CROSS JOIN LATERAL (SELECT coalesce((e.elem ->> 'organization_id')::uuid, v_default_org) AS org) AS o
+        WHERE CASE WHEN o.org IS NULL THEN cardinality(v_allowed_orgs) > 0 ELSE o.org <> ALL (v_allowed_orgs) END
         ORDER BY e.ord
         LIMIT 1;
         IF v_bad_ord IS NOT NULL THEN

@@ -16,9 +16,8 @@
 --
 -- Tenancy (util/_access.sql): both see only the jobs of the organizations the caller acts
 -- for; organization_id narrows that to one. Another organization's job is job.not_found,
--- exactly like a missing one. For an admin a NULL organization_id means every job; for
--- anyone else it never means every tenant. Without it an admin sees
--- see every job (operators).
+-- exactly like a missing one. For an admin (operators) a NULL organization_id means every
+-- job; for anyone else it never means every tenant.
 --
 -- Errors: job.not_found (RQ002); job.invalid_status, job.invalid_max_rows (RQ003).
 
