@@ -1,4 +1,4 @@
-"""Run the pgTAP suite: a fresh migrated database, the fixtures, then pg_prove.
+"""Run the pgTAP suite: a fresh migrated database, the fixtures, the test clock, then pg_prove.
 
 Fails when pg_prove fails and also when it ran zero tests (pg_prove itself exits 0
 then). Needs DATABASE_URL (a server where we may create databases): `make pgtap`
@@ -17,7 +17,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from pgrun import migrate
-from pgrun.testing import scratch_database
+from pgrun.testing import install_test_clock, scratch_database
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = ROOT / "tests_sql"
@@ -48,6 +48,8 @@ def main() -> int:
             conn.execute("CREATE EXTENSION IF NOT EXISTS pgtap WITH SCHEMA public")
         for fixture in sorted(FIXTURES.glob("*.sql")):
             subprocess.run(["psql", dsn, "-q", "-v", "ON_ERROR_STOP=1", "-f", str(fixture)], check=True)
+        # After the fixtures, which keep the install's own clock for the tests that need it.
+        install_test_clock(dsn)
         # pg_prove takes libpq settings as PG* variables, not as a connection string.
         params = conninfo_to_dict(dsn)
         env = {**os.environ}

@@ -1,7 +1,7 @@
 """Cron schedules end to end: the scheduler loop (pgrun.scheduler) against real sessions.
 
-Time is simulated: every scheduler connection sets ``pgrun.fake_now`` before each pass, so a
-day passes in seconds and no test sleeps through real time. Expected plan times always come
+Time is simulated: the test clock is installed (pgrun.testing.install_test_clock) and every
+scheduler connection sets ``pgrun.fake_now`` before each pass, so a day passes in seconds and no test sleeps through real time. Expected plan times always come
 from croniter's own forward iteration (``get_next``) in the schedule's zone.
 """
 
@@ -23,8 +23,16 @@ from psycopg.rows import dict_row
 from pgrun import scheduler as sched
 from pgrun.errors import InvalidInputError
 from pgrun.scheduler import ScheduleDeclaration
+from pgrun.testing import install_test_clock
 
 T0 = datetime(2031, 3, 3, 0, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def db(db: str) -> str:
+    """The migrated database, with the test clock that honours pgrun.fake_now."""
+    install_test_clock(db)
+    return db
 
 
 @contextmanager

@@ -299,7 +299,22 @@ def check_schema(dsn: str) -> list[str]:
                 f"pgrun's roles, ownership or privileges differ from its role model ({len(drift)} "
                 f"change(s), e.g. {drift[0]}). Run `pgrun migrate` (docs/security.md)."
             )
+        if not problems and has_test_clock(conn):
+            problems.append(
+                "pgrun.now() honours the pgrun.fake_now setting: the test suites' clock is installed "
+                "here (pgrun.testing.install_test_clock), so any session may move pgrun's clock. "
+                "A production database must not carry it (docs/security.md)."
+            )
         return problems
+
+
+def has_test_clock(conn: psycopg.Connection[tuple[object, ...]]) -> bool:
+    """Whether pgrun.now() is the test suites' clock (it reads the pgrun.fake_now setting)."""
+    row = conn.execute(
+        "SELECT position('pgrun.fake_now' IN p.prosrc) > 0 FROM pg_proc AS p"
+        " WHERE p.oid = to_regprocedure('pgrun.now()')"
+    ).fetchone()
+    return bool(row and row[0])
 
 
 def migrate(dsn: str, log: list[str] | None = None, *, prefix: str | None = None) -> list[str]:

@@ -69,6 +69,33 @@ def migrated_template(admin_dsn: str) -> Iterator[str]:
         drop_database(admin_dsn, name)
 
 
+# The clock-aware pgrun.now() of the test suites: the pgrun.fake_now setting, when set, is the
+# time, so tests move time instead of sleeping. An install never carries it (migration 0008
+# made pgrun.now() the database clock alone); `pgrun check-schema` reports one that does.
+TEST_CLOCK_SETTING = "pgrun.fake_now"
+_TEST_CLOCK = f"""
+CREATE OR REPLACE FUNCTION pgrun.now()
+RETURNS timestamptz
+LANGUAGE sql
+STABLE
+PARALLEL SAFE
+AS $$
+    SELECT CASE
+        WHEN pg_catalog.current_setting('{TEST_CLOCK_SETTING}', true) OPERATOR(pg_catalog.<>) ''
+            THEN pg_catalog.current_setting('{TEST_CLOCK_SETTING}', true)::pg_catalog.timestamptz
+        ELSE pg_catalog.now()
+    END
+$$
+"""
+
+
+def install_test_clock(dsn: str) -> None:
+    """Make pgrun.now() honour the pgrun.fake_now setting in the database of ``dsn`` (tests
+    only; needs the owner or a superuser). Owner and grants stay as they were."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(_TEST_CLOCK)
+
+
 @dataclass(frozen=True)
 class LoginRole:
     name: str
