@@ -46,6 +46,8 @@ def main() -> int:
         migrate.migrate(dsn)
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS pgtap WITH SCHEMA public")
+            # Row locks as the lock tests see them (tests_sql/workflows/lock).
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pgrowlocks WITH SCHEMA public")
         for fixture in sorted(FIXTURES.glob("*.sql")):
             subprocess.run(["psql", dsn, "-q", "-v", "ON_ERROR_STOP=1", "-f", str(fixture)], check=True)
         # After the fixtures, which keep the install's own clock for the tests that need it.

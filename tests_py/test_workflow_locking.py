@@ -1,5 +1,6 @@
 """The workflow lock protocol with real sessions: cancel vs completion, append vs cancel,
-simultaneous prerequisites, waits seen in pg_stat_activity, and the 5 s lock_timeout cap.
+simultaneous prerequisites, waits seen in pg_stat_activity, the 5 s lock_timeout cap, and
+no client (not even one that may only connect) able to take the lock.
 
 No test here may deadlock (PostgreSQL would raise 40P01), lose a release or release twice.
 """
@@ -71,6 +72,11 @@ def together(*calls: Callable[[], None]) -> list[BaseException]:
         t.join(60)
     assert not any(t.is_alive() for t in threads), "a session hung: deadlock or lost wake-up"
     return errors
+
+
+def hold_exclusive(conn: Conn, run_id: str) -> None:
+    """Take the run's exclusive lock, as a cancel does, in conn's open transaction."""
+    conn.execute("SELECT pgrun._workflow_lock_runs(ARRAY[%s]::uuid[], 'exclusive')", (run_id,))
 
 
 def sqlstate_and_code(exc: BaseException) -> tuple[str | None, str | None]:
@@ -246,7 +252,7 @@ def _blocked_completion(db: str, lock_timeout: str | None) -> tuple[float, BaseE
         run_id = enqueue(setup, [{"key": "only", "job_type": "cap.only"}])
         lease = claim(setup, "cap.only")
         holder.execute("BEGIN")
-        holder.execute("SELECT pg_advisory_xact_lock(pgrun._workflow_lock_key(%s))", (run_id,))
+        hold_exclusive(holder, run_id)
         completer.execute("BEGIN")
         if lock_timeout is not None:
             completer.execute(f"SET LOCAL lock_timeout = '{lock_timeout}'")
@@ -284,7 +290,7 @@ def test_the_callers_lock_timeout_is_restored_after_the_wait(db: str) -> None:
         run_id = enqueue(setup, [{"key": "only", "job_type": "cap.only"}])
         lease = claim(setup, "cap.only")
         holder.execute("BEGIN")
-        holder.execute("SELECT pg_advisory_xact_lock(pgrun._workflow_lock_key(%s))", (run_id,))
+        hold_exclusive(holder, run_id)
         completer.execute("BEGIN")
         completer.execute("SET LOCAL lock_timeout = 0")
 
@@ -302,3 +308,65 @@ def test_the_callers_lock_timeout_is_restored_after_the_wait(db: str) -> None:
         assert row == ("succeeded",)
         assert after == ("0",), "the capped lock_timeout leaked past the release"
         assert run_status(setup, run_id) == "succeeded"
+
+
+def test_append_and_external_completion_are_refused_at_once_while_a_cancel_holds_the_run(db: str) -> None:
+    with connect(db) as setup, connect(db) as holder, connect(db) as caller:
+        run_id = enqueue(setup, [{"key": "gate", "kind": "external"}])
+        holder.execute("BEGIN")
+        hold_exclusive(holder, run_id)
+        for call in (
+            'SELECT * FROM pgrun.append_workflow_steps(%s, \'m\', \'[{"key": "c", "job_type": "t"}]\')',
+            "SELECT * FROM pgrun.complete_external_step(%s, 'gate')",
+        ):
+            start = time.monotonic()
+            try:
+                caller.execute(call, (run_id,))
+            except psycopg.Error as exc:
+                assert sqlstate_and_code(exc) == ("RQ001", "workflow.release_conflict")
+            else:
+                raise AssertionError(f"{call} went through a cancel's lock")
+            assert time.monotonic() - start < 3, "try_shared does not wait"
+        holder.execute("ROLLBACK")
+        steps = steps_of(setup, run_id)
+        assert steps == {"gate": ("waiting_for_external", None)}, "the refused calls changed nothing"
+
+
+def test_a_role_that_may_only_connect_cannot_stall_a_run(db: str, admin_dsn: str) -> None:
+    """The old protocol's advisory key was computable by anyone; the run row is lockable by
+    pgrun's owner only."""
+    from pgrun.testing import create_login, drop_login
+
+    with connect(admin_dsn) as admin:
+        intruder = create_login(admin, "pgrun_intruder")
+    try:
+        with connect(db) as setup, connect(intruder.dsn(db)) as hostile, connect(db) as completer:
+            run_id = enqueue(setup, [{"key": "only", "job_type": "stall.only"}])
+            lease = claim(setup, "stall.only")
+            hostile.execute("BEGIN")
+            hostile.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended('pgrun.workflow_run:' || %s, 0))", (run_id,)
+            )
+            for attempt in (
+                "SELECT 1 FROM pgrun.workflow_runs WHERE id = %s FOR KEY SHARE",
+                "SELECT 1 FROM pgrun.workflow_runs WHERE id = %s FOR UPDATE",
+            ):
+                hostile.execute("SAVEPOINT s")
+                try:
+                    hostile.execute(attempt, (run_id,))
+                except psycopg.errors.InsufficientPrivilege:
+                    hostile.execute("ROLLBACK TO SAVEPOINT s")
+                else:
+                    raise AssertionError(f"a CONNECT-only role ran {attempt}")
+            completer.execute("SET lock_timeout = '2s'")
+            start = time.monotonic()
+            row = completer.execute(
+                "SELECT pgrun.complete_job(job_id => %s, lease_token => %s)", lease
+            ).fetchone()
+            assert time.monotonic() - start < 1.5, "the completion waited for the intruder"
+            assert row is not None
+            hostile.execute("ROLLBACK")
+            assert run_status(setup, run_id) == "succeeded"
+    finally:
+        with connect(admin_dsn) as admin:
+            drop_login(admin, "pgrun_intruder")

@@ -27,7 +27,7 @@
 -- * _workflow_jobs_finished(job_ids): THE hook the job functions call, in their own
 --   transaction, after a job became succeeded, dead or cancelled. See its comment.
 --
--- Locks: callers hold the run advisory lock (pgrun._workflow_lock_runs) and the
+-- Locks: callers hold the run lock (pgrun._workflow_lock_runs) and the
 -- workflow_runs rows; these helpers lock the step rows they change (run id, step key
 -- order). The hook takes both itself.
 --
@@ -287,9 +287,9 @@ COMMENT ON FUNCTION pgrun._workflow_settle_runs(uuid[], integer[]) IS
 -- on, changes nothing: the job row keeps its own outcome.
 --
 -- Cheap when no id belongs to a workflow: one primary-key lookup and return.
--- Locks, in order: (the caller's job rows), the SHARED run advisory lock with a 5 s
+-- Locks, in order: (the caller's job rows), the SHARED run lock (FOR KEY SHARE) with a 5 s
 -- lock_timeout cap (pgrun._workflow_lock_runs), the workflow_runs rows in id order, then
--- step rows. Errors: workflow.release_conflict (RQ001) when the advisory lock wait times out.
+-- step rows. Errors: workflow.release_conflict (RQ001) when the run lock wait times out.
 CREATE OR REPLACE FUNCTION pgrun._workflow_jobs_finished(p_job_ids uuid[])
 RETURNS void
 LANGUAGE plpgsql

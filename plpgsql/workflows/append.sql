@@ -21,7 +21,7 @@
 -- visible; another organization's run is workflow.run_not_found. Each call that changed
 -- the run leaves an audit_log row naming the login role.
 --
--- Locks, in order: the run's SHARED advisory lock without waiting
+-- Locks, in order: the run's SHARED lock (its row FOR KEY SHARE) without waiting
 -- (workflow.release_conflict when a cancel holds it), the workflow_runs row (FOR NO KEY
 -- UPDATE: appends and releases of one run serialize there), then the steps it changes.
 --

@@ -15,11 +15,11 @@
 -- Locks, in order (plpgsql/workflows/_lock.sql):
 --   1. the run's unfinished jobs rows (queued, running), ORDER BY id, FOR UPDATE: waits
 --      for any completion holding one of them, which then finishes its release first;
---   2. the EXCLUSIVE run advisory lock, waiting for releases in progress (they hold the
+--   2. the EXCLUSIVE run lock (its row FOR UPDATE), waiting for releases in progress (they hold the
 --      shared lock and never wait for us). That lock is taken inside a subtransaction:
 --      if, once it is held, the run has unfinished jobs that step 1 did not lock
 --      (a release that was in progress created them), the subtransaction rolls back,
---      which gives the advisory lock up again, and the loop goes back to step 1. So the
+--      which gives the row lock up again, and the loop goes back to step 1. So the
 --      exclusive lock is only ever held together with every unfinished job row, and a
 --      completion waiting for the shared lock never holds a row we wait for;
 --   3. the workflow_runs row, then the step rows.
