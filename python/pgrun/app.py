@@ -19,10 +19,15 @@ whose methods block). What it does next is up to the SQL functions the worker ca
   ``step`` with ``state``, with a fresh attempt budget (resumable multi-step jobs);
 * raise ``Retry(delay)`` → ``fail_jobs`` retryable, after ``delay`` (None = the type's backoff);
 * raise ``Fail(message, retryable=False)`` → ``fail_jobs``; dead at once unless retryable;
-* raise anything else → ``fail_jobs`` with error code ``crashed`` and the traceback as message;
+* raise anything else → ``fail_jobs`` with error code ``crashed``; the message is the
+  exception's type and its text clipped to 200 characters (the whole traceback goes to the
+  worker's log; ``JOBS_STORE_TRACEBACKS`` stores it instead);
 * run past the job's ``timeout_seconds`` → ``fail_jobs`` with error code ``timeout``.
 
 Whether a failure is retried or dead is decided by ``fail_jobs`` (attempts left, backoff).
+
+Every error message the worker sends passes through ``App.redact``'s hook first, if one is
+set: the place to strip secrets (tokens in URLs, say) before they reach the database.
 """
 
 from __future__ import annotations
@@ -173,6 +178,10 @@ class SyncJobContext(_ContextBase):
         ).result()
 
 
+#: ``redact(message, error)``: the text to store for an error message the worker is about to
+#: send (``error`` is the exception it came from, None when there is none).
+Redactor = Callable[[str, BaseException | None], str]
+
 AsyncHandler = Callable[[JobContext], Awaitable[Any]]
 SyncHandler = Callable[[SyncJobContext], Any]
 Handler = AsyncHandler | SyncHandler
@@ -216,6 +225,8 @@ class App:
     loops: dict[str, LoopFactory] = field(default_factory=dict)
     #: Cron schedules declared with ``@app.periodic`` (upserted when the scheduler loop starts).
     schedules: list[ScheduleDeclaration] = field(default_factory=list)
+    #: The hook every error message passes through before the worker sends it (``redact``).
+    redactor: Redactor | None = None
 
     def job(
         self,
@@ -274,6 +285,19 @@ class App:
             return obj
 
         return keep
+
+    def redact(self, function: Redactor) -> Redactor:
+        """Set the hook that filters every error message before it is stored (a decorator).
+
+        ``function(message, error)`` gets the text the worker would send — a crash's type and
+        clipped message (or its traceback with ``JOBS_STORE_TRACEBACKS``), a ``Fail`` or
+        ``Retry`` message, a timeout notice — and the exception it came from (None when there
+        is none), and returns the text to store. It runs on the worker's event loop, so keep it
+        quick. If it raises, the worker stores only the exception's type (or nothing for a
+        message without one) and logs the hook's error.
+        """
+        self.redactor = function
+        return function
 
     def add_loop(self, name: str, factory: LoopFactory) -> None:
         """Run another loop in ``pgrun worker`` (the hook the cron scheduler uses)."""

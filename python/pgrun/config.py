@@ -15,6 +15,7 @@ the nearest safe value (out of range), with a warning that names the variable.
 | JOBS_REAPER_RETRY_DELAY_MS | 0 | 0 .. 86400000 |
 | JOBS_RETENTION_HOURS | 168 (7 days) | 0 .. 876000; 0 = never purge |
 | JOBS_SHUTDOWN_GRACE_SECONDS | 30 | 0 .. 86400 |
+| JOBS_STORE_TRACEBACKS | false | true/false (1/0, yes/no, on/off) |
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ class Config:
     reaper_retry_delay_ms: int = 0
     retention_hours: int = 168
     shutdown_grace_seconds: int = 30
+    #: Store a crashed handler's whole traceback as its error message (default: the exception's
+    #: type and clipped text only; the traceback always goes to the worker's log).
+    store_tracebacks: bool = False
 
     @property
     def poll_interval(self) -> float:
@@ -69,6 +73,10 @@ _INTEGERS: tuple[tuple[str, str, int, int], ...] = (
     ("JOBS_SHUTDOWN_GRACE_SECONDS", "shutdown_grace_seconds", 0, 86_400),
 )
 _MAX_WORKER_ID = 200
+# variable, field
+_BOOLEANS: tuple[tuple[str, str], ...] = (("JOBS_STORE_TRACEBACKS", "store_tracebacks"),)
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
 
 
 def _clamp(name: str, value: int, low: int, high: int) -> int:
@@ -101,7 +109,7 @@ def from_env(environ: Mapping[str, str] | None = None) -> Config:
     """The configuration the environment describes, every value made safe."""
     env = os.environ if environ is None else environ
     defaults = Config()
-    values: dict[str, int | str] = {}
+    values: dict[str, int | str | bool] = {}
     for name, attr, _low, _high in _INTEGERS:
         raw = env.get(name, "").strip()
         if not raw:
@@ -111,6 +119,15 @@ def from_env(environ: Mapping[str, str] | None = None) -> Config:
         except ValueError:
             default = getattr(defaults, attr)
             log.warning("%s=%r is not an integer; using %s", name, raw, default)
+    for name, attr in _BOOLEANS:
+        raw = env.get(name, "").strip().lower()
+        if not raw:
+            continue
+        if raw in _TRUE or raw in _FALSE:
+            values[attr] = raw in _TRUE
+        else:
+            default = getattr(defaults, attr)
+            log.warning("%s=%r is not true or false (1/0, yes/no, on/off); using %s", name, raw, default)
     values["worker_id"] = env.get("JOBS_WORKER_ID", "")
     values["database_url"] = env.get("DATABASE_URL", "")
     return _clamped(replace(defaults, **values))  # type: ignore[arg-type]

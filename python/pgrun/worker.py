@@ -11,11 +11,34 @@ One ``Worker`` is a handful of asyncio tasks sharing one connection pool:
   worker wakes within a millisecond or two instead of at its next poll.
 * **handler tasks** (``_execute``) — run the handler (``async def`` on this loop, a plain
   ``def`` in its own thread) under the job's timeout, turn what it returned or raised into
-  an outcome, and put the outcome in the buffer.
+  an outcome, and put the outcome in the buffer. A result or ``Continue`` state PostgreSQL
+  could not store (not JSON, NaN, a NUL or a lone surrogate in a string) becomes a failure
+  of that job (``result_invalid`` / ``state_invalid``, not retried) before anything is sent;
+  every error message is made storable (NUL and lone surrogates replaced, at most 4,000
+  characters) and passes the app's ``redact`` hook. A crash sends the exception's type and
+  clipped text (``store_tracebacks``: the traceback) and logs the whole traceback.
 * **flusher** (``_flush_loop``) — writes buffered outcomes every few milliseconds (or at
   once when the buffer fills): all completions in one ``complete_jobs``, all failures in
-  one ``fail_jobs``, continuations one ``continue_job`` each. A write that fails because
-  the server went away stays buffered and is retried.
+  one ``fail_jobs``, continuations one ``continue_job`` each. What a refused write does
+  (``_split``):
+
+  - the server went away or asked for a retry (connection loss, serialization failure,
+    deadlock, lock or statement timeout: ``_transient``): the batch stays buffered and is
+    written again as it is after a pause;
+  - ``workflow.release_conflict`` (a run's release lock is busy): the batch is written again
+    one workflow run at a time, plain jobs first; the outcomes of a run that still conflicts
+    are parked with that run (``_retry_run``, with back-off, its later outcomes joining
+    them) so they never hold back their batch-mates or the next batches;
+  - anything else: the batch is split in halves and each half written, until the refused
+    outcome is alone; a refused completion then becomes a ``result_invalid`` failure, a
+    refused failure is written once more as ``failure_invalid`` (without its delay), a
+    refused continuation becomes ``state_too_large`` / ``state_invalid`` /
+    ``continue_invalid``; a refusal not about the outcome's content (permissions, an
+    internal error) drops the outcome and its lease expires. Every other outcome of the
+    batch is written exactly once.
+
+  ``complete_jobs`` reporting a row ``result_too_large`` (nothing written for that job)
+  becomes a ``result_too_large`` failure of that job, not retried.
 * **heartbeat** (``_heartbeat_loop``) — every lease/3, one ``heartbeat_jobs`` for every
   lease this worker holds; a lost lease marks the job lost (its outcome will not be
   written), a cancel request sets the handler's ``cancelled`` event.
@@ -33,6 +56,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import threading
 import time
 import traceback
@@ -59,7 +83,7 @@ from pgrun.app import (
 )
 from pgrun.client import AsyncClient, Failure
 from pgrun.config import Config
-from pgrun.errors import ConflictError, LeaseLostError
+from pgrun.errors import ConflictError, InvalidInputError, LeaseLostError, PgrunError
 from pgrun.results import BatchOutcome, ClaimedJob, JsonObject
 
 log = logging.getLogger("pgrun.worker")
@@ -69,6 +93,20 @@ FLUSH_DELAY = 0.002
 FLUSH_MAX = 500
 #: Back-off after a failed database call (server gone, pool exhausted): doubles to the cap.
 RETRY_MIN, RETRY_MAX = 0.2, 5.0
+#: The longest error message the worker sends (pgrun stores at most 4,000 characters).
+MAX_ERROR_MESSAGE = 4000
+#: A crash is stored as its exception's type and at most this much of its text (by default).
+CRASH_MESSAGE_CHARS = 200
+_TRUNCATED = " [truncated]"
+
+# A write refused with one of these SQLSTATE classes (connection exception, transaction
+# rollback: serialization failure and deadlock, insufficient resources, operator
+# intervention: statement_timeout and shutdown, system error) or lock_not_available is
+# written again as it is; so is one the server never answered (no SQLSTATE).
+_TRANSIENT_CLASSES = frozenset({"08", "40", "53", "57", "58"})
+_TRANSIENT_STATES = frozenset({"55P03"})
+# A NUL escape in JSON text: an odd number of backslashes before u0000.
+_NUL_ESCAPE = re.compile(r"(\\+)u0000")
 
 
 @dataclass
@@ -87,6 +125,24 @@ class _Outcome:
     result: Any = None
     failure: Failure | None = None
     follow_up: Continue | None = None
+    #: A failure written in place of an outcome the server refused: refused too, it is dropped.
+    rewritten: bool = False
+
+
+@dataclass
+class _Pending:
+    """What a write left to do."""
+
+    #: Not written, the server did not answer or asked for a retry: write again after a pause.
+    retry: list[_Outcome] = field(default_factory=list)
+    #: Not written, their workflow run's release lock is busy: they wait with their run.
+    conflicted: list[_Outcome] = field(default_factory=list)
+    #: Failures that replace refused outcomes (or a too-large result): write them next.
+    follow_ups: list[_Outcome] = field(default_factory=list)
+
+    def take_follow_ups(self) -> list[_Outcome]:
+        taken, self.follow_ups = self.follow_ups, []
+        return taken
 
 
 def _interval(value: Seconds | None) -> timedelta | None:
@@ -120,6 +176,9 @@ class Worker:
         self._stopping = False
         self._flush_idle = asyncio.Event()
         self._flush_idle.set()
+        #: Outcomes waiting for a workflow run's release conflict to clear, by run.
+        self._parked: dict[UUID, list[_Outcome]] = {}
+        self._parked_tasks: set[asyncio.Task[None]] = set()
 
     # -- public --------------------------------------------------------------------------
 
@@ -147,6 +206,7 @@ class Worker:
         finally:
             stop_waiter.cancel()
             await self._shutdown()
+            helpers += self._parked_tasks
             for task in helpers:
                 task.cancel()
             await asyncio.gather(*helpers, return_exceptions=True)
@@ -240,18 +300,30 @@ class Worker:
                 call = _in_thread(cast(SyncHandler, spec.handler), sync_context, f"pgrun-job-{job.job_id}")
             result = await asyncio.wait_for(call, timeout)
             if isinstance(result, Continue):
-                outcome = _Outcome("continue", running, follow_up=result)
+                refusal = _continue_problem(result)
+                if refusal is None:
+                    outcome = _Outcome("continue", running, follow_up=result)
+                else:
+                    outcome = self._failure(running, *refusal, retryable=False)
             else:
-                json.dumps(result)  # must be JSON; a TypeError here fails the job below
-                outcome = _Outcome("complete", running, result=result)
+                problem = _json_problem(result)
+                if problem is None:
+                    outcome = _Outcome("complete", running, result=result)
+                else:
+                    message = f"the handler's result cannot be stored: {problem}"
+                    outcome = self._failure(running, "result_invalid", message, retryable=False)
         except TimeoutError:
             running.cancelled.set()
             message = f"the handler ran longer than its timeout of {timeout} s"
             outcome = self._failure(running, "timeout", message, retryable=True)
         except Retry as retry:
-            outcome = self._failure(running, "retry", retry.message, retryable=True, delay=retry.delay)
+            outcome = self._failure(
+                running, "retry", str(retry.message), retryable=True, delay=retry.delay, error=retry
+            )
         except Fail as fail:
-            outcome = self._failure(running, fail.code, fail.message, retryable=fail.retryable)
+            outcome = self._failure(
+                running, str(fail.code), str(fail.message), retryable=fail.retryable, error=fail
+            )
         except LeaseLostError:
             running.lost = True
             self._forget(running, "a write under its lease was refused (job.lease_lost)")
@@ -261,8 +333,15 @@ class Worker:
             self._leases.pop(job.job_id, None)
             raise
         except Exception as exc:
-            message = "".join(traceback.format_exception(exc))
-            outcome = self._failure(running, "crashed", message, retryable=True)
+            log.error(
+                "job %s (%s) attempt %d: the handler raised",
+                job.job_id,
+                job.job_type,
+                job.attempt,
+                exc_info=exc,
+            )
+            message = _crash_message(exc, full=self.config.store_tracebacks)
+            outcome = self._failure(running, "crashed", message, retryable=True, error=exc)
         if running.lost:
             self._forget(running, "its lease was lost while the handler ran; dropping its outcome")
             return
@@ -270,11 +349,36 @@ class Worker:
         self._buffered.set()
 
     def _failure(
-        self, running: _Running, code: str, message: str, *, retryable: bool, delay: Seconds | None = None
+        self,
+        running: _Running,
+        code: str,
+        message: str,
+        *,
+        retryable: bool,
+        delay: Seconds | None = None,
+        error: BaseException | None = None,
     ) -> _Outcome:
+        """A failure outcome, its code and message made storable, the message redacted."""
         job = running.job
-        failure = Failure(job.job_id, job.lease_token, code, message, retryable, _interval(delay))
+        text = _storable(self._redacted(message, error))
+        failure = Failure(job.job_id, job.lease_token, _storable(code), text, retryable, _interval(delay))
         return _Outcome("fail", running, failure=failure)
+
+    def _redacted(self, message: str, error: BaseException | None) -> str:
+        """``message`` through the app's redact hook; if the hook fails, the error's type only."""
+        hook = self.app.redactor
+        if hook is None:
+            return message
+        try:
+            redacted = hook(message, error)
+            if not isinstance(redacted, str):
+                raise TypeError(f"the redact hook returned {type(redacted).__name__}, not str")
+        except Exception:
+            log.exception("the redact hook failed; storing only the error's type")
+            return (
+                _exception_type(error) if error is not None else "(message withheld: the redact hook failed)"
+            )
+        return redacted
 
     def _forget(self, running: _Running, why: str) -> None:
         self._leases.pop(running.job.job_id, None)
@@ -298,67 +402,140 @@ class Worker:
             await self._flush_once()
 
     async def _flush_once(self) -> None:
-        """Write everything buffered; on a connection failure keep it buffered and back off."""
+        """Write everything buffered; what the server did not take waits as ``_split`` says."""
         batch, self._buffer = self._buffer, []
         self._buffered.clear()
+        # The outcomes of a run whose release is blocked wait with that run's parked ones.
+        batch = [o for o in batch if not self._park_if_waiting(o)]
         if not batch:
             return
         self._flush_idle.clear()
         try:
-            retry = await self._write(batch)
+            pending = await self._write(batch)
         except Exception:
-            # Not a connection problem: the call itself was refused. Never let it stop the
-            # flusher; drop the batch (its leases expire and the reaper decides).
+            # A bug of ours, not a refusal: never let it stop the flusher; drop the batch
+            # (its leases expire and the reaper decides).
             log.exception("writing %d outcome(s) failed; dropping them", len(batch))
             for outcome in batch:
                 self._leases.pop(outcome.running.job.job_id, None)
-            retry = []
+            pending = _Pending()
         finally:
             self._flush_idle.set()
-        if retry:
-            self._buffer[:0] = retry
+        self._park(pending.conflicted)
+        if pending.retry:
+            self._buffer[:0] = pending.retry
             self._buffered.set()
 
-    async def _write(self, batch: list[_Outcome]) -> list[_Outcome]:
-        """Write a batch; return the outcomes to try again later (the server did not answer)."""
+    async def _write(self, batch: list[_Outcome]) -> _Pending:
+        """Write a batch: completions, continuations, then failures (with the failures that
+        replace refused outcomes). Returns what is left to do."""
+        pending = _Pending()
         completions = [o for o in batch if o.kind == "complete"]
         failures = [o for o in batch if o.kind == "fail"]
-        continuations = [o for o in batch if o.kind == "continue"]
-        retry: list[_Outcome] = []
         if completions:
-            triples = [(o.running.job.job_id, o.running.job.lease_token, o.result) for o in completions]
-            rows = await self._attempt(self.client.complete_jobs(triples))
-            if rows is None:
-                retry += completions
-            else:
-                self._settle(rows)
-        if failures:
-            rows = await self._attempt(self.client.fail_jobs([o.failure for o in failures if o.failure]))
-            if rows is None:
-                retry += failures
-            else:
-                self._settle(rows)
-        for outcome in continuations:
-            if not await self._write_continue(outcome):
-                retry.append(outcome)
-        if retry:
+            await self._complete(completions, pending)
+        for outcome in batch:
+            if outcome.kind == "continue":
+                await self._continue(outcome, pending)
+        failures += pending.take_follow_ups()
+        while failures:  # ends: a rewritten failure that is refused again is dropped
+            await self._fail(failures, pending)
+            failures = pending.take_follow_ups()
+        if pending.retry:
             await asyncio.sleep(RETRY_MIN)
-        return retry
+        return pending
 
-    async def _attempt(self, call: Any) -> list[BatchOutcome] | None:
-        """Await a batch write; None when it must be retried (server gone, release conflict)."""
+    async def _complete(self, outcomes: list[_Outcome], pending: _Pending) -> None:
+        triples = [(o.running.job.job_id, o.running.job.lease_token, o.result) for o in outcomes]
         try:
-            rows: list[BatchOutcome] = await call
-            return rows
-        except (psycopg.OperationalError, TimeoutError) as exc:
-            log.warning("writing outcomes failed (%s); will retry", exc)
-        except ConflictError as exc:
-            if exc.code != "workflow.release_conflict":
-                raise
-            log.info("workflow.release_conflict while writing outcomes; retrying")
-        return None
+            rows = await self.client.complete_jobs(triples)
+        except Exception as exc:
+            await self._split(self._complete, outcomes, exc, pending, self._completion_refused)
+            return
+        self._settle(rows, outcomes, pending)
 
-    async def _write_continue(self, outcome: _Outcome) -> bool:
+    async def _fail(self, outcomes: list[_Outcome], pending: _Pending) -> None:
+        try:
+            rows = await self.client.fail_jobs([o.failure for o in outcomes if o.failure])
+        except Exception as exc:
+            await self._split(self._fail, outcomes, exc, pending, self._failure_refused)
+            return
+        self._settle(rows, outcomes, pending)
+
+    async def _split(
+        self,
+        write: Callable[[list[_Outcome], _Pending], Any],
+        outcomes: list[_Outcome],
+        exc: Exception,
+        pending: _Pending,
+        refused: Callable[[_Outcome, Exception, _Pending], None],
+    ) -> None:
+        """A batch write raised ``exc``: retry it as it is, write it run by run, or halve it."""
+        if _transient(exc):
+            log.warning("writing %d outcome(s) failed (%s); will retry", len(outcomes), exc)
+            pending.retry += outcomes
+            return
+        if _release_conflict(exc):
+            groups = _by_run(outcomes)
+            if len(groups) > 1:
+                log.info("workflow.release_conflict in a batch of %d run(s); writing run by run", len(groups))
+                for group in groups:
+                    await write(group, pending)
+            elif outcomes[0].running.job.workflow_run_id is None:  # not expected: retry
+                pending.retry += outcomes
+            else:
+                log.info(
+                    "workflow run %s: release conflict; its %d outcome(s) wait for it",
+                    outcomes[0].running.job.workflow_run_id,
+                    len(outcomes),
+                )
+                pending.conflicted += outcomes
+            return
+        if len(outcomes) == 1:
+            refused(outcomes[0], exc, pending)
+            return
+        log.warning(
+            "the server refused a batch of %d outcome(s) (%s); splitting it to write the others",
+            len(outcomes),
+            _describe(exc),
+        )
+        middle = len(outcomes) // 2
+        await write(outcomes[:middle], pending)
+        await write(outcomes[middle:], pending)
+
+    def _completion_refused(self, outcome: _Outcome, exc: Exception, pending: _Pending) -> None:
+        if not _content_error(exc):
+            self._drop(outcome, exc)
+            return
+        message = f"PostgreSQL refused the result ({_describe(exc)})"
+        pending.follow_ups.append(self._failure(outcome.running, "result_invalid", message, retryable=False))
+
+    def _failure_refused(self, outcome: _Outcome, exc: Exception, pending: _Pending) -> None:
+        failure = outcome.failure
+        if outcome.rewritten or failure is None or not _content_error(exc):
+            self._drop(outcome, exc)
+            return
+        job = outcome.running.job
+        # the original code and message were storable and redacted already
+        was = f"{failure.error_code}: {failure.message}"
+        message = _storable(f"fail_jobs refused this failure ({_describe(exc)}); it was {was}")
+        replacement = Failure(
+            job.job_id, job.lease_token, "failure_invalid", message, failure.retryable, None
+        )
+        pending.follow_ups.append(_Outcome("fail", outcome.running, failure=replacement, rewritten=True))
+
+    def _drop(self, outcome: _Outcome, exc: Exception) -> None:
+        job = outcome.running.job
+        self._leases.pop(job.job_id, None)
+        log.error(
+            "job %s (%s): the server refused its outcome (%s); dropping it, its lease will expire",
+            job.job_id,
+            job.job_type,
+            _describe(exc),
+            exc_info=exc,
+        )
+
+    async def _continue(self, outcome: _Outcome, pending: _Pending) -> None:
         job, follow_up = outcome.running.job, outcome.follow_up
         assert follow_up is not None
         try:
@@ -369,22 +546,38 @@ class Worker:
                 state=follow_up.state,
                 delay=_interval(follow_up.delay),
             )
-        except (psycopg.OperationalError, TimeoutError) as exc:
-            log.warning("continue_job failed (%s); will retry", exc)
-            return False
-        except ConflictError as exc:
-            if exc.code != "workflow.release_conflict":
-                raise
-            return False
         except LeaseLostError:
             self._forget(outcome.running, "continue_job refused: the lease was lost")
-            return True
+            return
+        except Exception as exc:
+            if _transient(exc):
+                log.warning("continue_job failed (%s); will retry", exc)
+                pending.retry.append(outcome)
+            elif _release_conflict(exc):
+                (pending.conflicted if job.workflow_run_id else pending.retry).append(outcome)
+            elif (code := _continue_refusal_code(exc)) is not None:
+                message = f"continue_job refused the step {follow_up.step!r} ({_describe(exc)})"
+                pending.follow_ups.append(self._failure(outcome.running, code, message, retryable=False))
+            else:
+                self._drop(outcome, exc)
+            return
         self._leases.pop(job.job_id, None)
         self._wake_at(result.run_at)
-        return True
 
-    def _settle(self, rows: list[BatchOutcome]) -> None:
+    def _settle(self, rows: list[BatchOutcome], outcomes: list[_Outcome], pending: _Pending) -> None:
+        sent = {o.running.job.job_id: o for o in outcomes}
         for row in rows:
+            outcome = sent.get(row.job_id)
+            if row.outcome == "result_too_large" and outcome is not None:
+                # nothing was written for this job and its lease still holds: fail it
+                why = f": {row.lost_reason}" if row.lost_reason else ""
+                message = (
+                    f"the result is larger than its job type allows (complete_jobs: result_too_large{why})"
+                )
+                pending.follow_ups.append(
+                    self._failure(outcome.running, "result_too_large", message, retryable=False)
+                )
+                continue
             running = self._leases.pop(row.job_id, None)
             if row.outcome == "lease_lost":
                 job_type = running.job.job_type if running else "?"
@@ -393,6 +586,48 @@ class Worker:
                 )
             elif row.outcome == "retry_scheduled":
                 self._wake_at(row.run_at)
+
+    # -- outcomes waiting for a workflow run ------------------------------------------------
+
+    def _park_if_waiting(self, outcome: _Outcome) -> bool:
+        """Park ``outcome`` with its run's when that run's release is blocked."""
+        run_id = outcome.running.job.workflow_run_id
+        if run_id is None or run_id not in self._parked:
+            return False
+        self._parked[run_id].append(outcome)
+        return True
+
+    def _park(self, outcomes: list[_Outcome]) -> None:
+        for outcome in outcomes:
+            if self._park_if_waiting(outcome):
+                continue
+            run_id = outcome.running.job.workflow_run_id
+            assert run_id is not None  # only a workflow job's outcome conflicts
+            self._parked[run_id] = [outcome]
+            task = asyncio.create_task(self._retry_run(run_id), name=f"pgrun-run-{run_id}")
+            self._parked_tasks.add(task)
+            task.add_done_callback(self._parked_tasks.discard)
+
+    async def _retry_run(self, run_id: UUID) -> None:
+        """Write a run's parked outcomes again, with back-off, until none is left."""
+        delay = RETRY_MIN
+        while True:
+            await asyncio.sleep(delay)
+            batch, self._parked[run_id] = self._parked[run_id], []
+            try:
+                pending = await self._write(batch)
+            except Exception:
+                log.exception(
+                    "writing %d outcome(s) of workflow run %s failed; dropping them", len(batch), run_id
+                )
+                for outcome in batch:
+                    self._leases.pop(outcome.running.job.job_id, None)
+                pending = _Pending()
+            self._parked[run_id] += pending.conflicted + pending.retry
+            if not self._parked[run_id]:
+                del self._parked[run_id]
+                return
+            delay = min(delay * 2, RETRY_MAX)
 
     def _wake_at(self, run_at: datetime | None) -> None:
         """Claim again when a retry or next step comes due (sooner than the poll, if it is)."""
@@ -476,13 +711,141 @@ class Worker:
             if pending:
                 await asyncio.wait(pending, timeout=1)
         deadline = time.monotonic() + max(5.0, self.config.heartbeat_interval)
-        while (self._buffer or not self._flush_idle.is_set()) and time.monotonic() < deadline:
+        while (self._buffer or self._parked or not self._flush_idle.is_set()) and time.monotonic() < deadline:
             if self._buffer and self._flush_idle.is_set():
                 await self._flush_once()
             else:
                 await asyncio.sleep(0.01)
-        if self._buffer:
-            log.warning("exiting with %d unwritten outcome(s); their leases will expire", len(self._buffer))
+        unwritten = len(self._buffer) + sum(len(parked) for parked in self._parked.values())
+        if unwritten:
+            log.warning("exiting with %d unwritten outcome(s); their leases will expire", unwritten)
+
+
+def _transient(exc: BaseException) -> bool:
+    """A write worth sending again as it is: the server went away or asked for a retry."""
+    if isinstance(exc, TimeoutError):
+        return True
+    if isinstance(exc, psycopg.OperationalError):
+        state = exc.sqlstate
+        return state is None or state[:2] in _TRANSIENT_CLASSES or state in _TRANSIENT_STATES
+    return False
+
+
+def _release_conflict(exc: BaseException) -> bool:
+    return isinstance(exc, ConflictError) and exc.code == "workflow.release_conflict"
+
+
+def _content_error(exc: BaseException) -> bool:
+    """A refusal that one outcome's content can cause: bad data (22xxx, or refused by psycopg
+    before sending), a program limit (54xxx: a value too big), or invalid input (RQ003)."""
+    if isinstance(exc, (psycopg.DataError, InvalidInputError, UnicodeError)):
+        return True
+    return isinstance(exc, psycopg.OperationalError) and (exc.sqlstate or "").startswith("54")
+
+
+def _continue_refusal_code(exc: BaseException) -> str | None:
+    """The error code of the failure that replaces a continuation continue_job refused."""
+    if isinstance(exc, PgrunError):
+        if exc.code == "job.state_too_large":
+            return "state_too_large"
+        if exc.code in ("job.invalid_step", "job.invalid_delay"):
+            return "continue_invalid"
+    return "state_invalid" if _content_error(exc) else None
+
+
+def _by_run(outcomes: list[_Outcome]) -> list[list[_Outcome]]:
+    """The outcomes grouped by workflow run: plain jobs first, then the runs in id order."""
+    groups: dict[UUID | None, list[_Outcome]] = {}
+    for outcome in outcomes:
+        groups.setdefault(outcome.running.job.workflow_run_id, []).append(outcome)
+    plain = groups.pop(None, None)
+    ordered = [groups[run_id] for run_id in sorted(groups, key=str)]
+    return [plain, *ordered] if plain else ordered
+
+
+def _describe(exc: BaseException) -> str:
+    """A short account of a refusal, without the refused value (no DETAIL from PostgreSQL)."""
+    if isinstance(exc, PgrunError):
+        text = exc.code if not exc.detail else f"{exc.code}: {exc.detail}"
+    elif isinstance(exc, psycopg.Error) and exc.sqlstate:
+        text = f"{exc.sqlstate} {exc.diag.message_primary or type(exc).__name__}"
+    else:
+        lines = str(exc).splitlines()
+        text = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+    return _clip(text, CRASH_MESSAGE_CHARS)
+
+
+def _json_problem(value: Any) -> str | None:
+    """Why PostgreSQL's jsonb would refuse ``value``; None when it takes it."""
+    try:
+        text = json.dumps(value, allow_nan=False, ensure_ascii=False)
+    except ValueError as exc:
+        if "Out of range float" in str(exc):
+            return "a number is NaN or infinite, which JSON cannot hold"
+        return f"not JSON ({_clip(str(exc), CRASH_MESSAGE_CHARS)})"
+    except (TypeError, RecursionError) as exc:
+        return f"not JSON ({type(exc).__name__}: {_clip(str(exc), CRASH_MESSAGE_CHARS)})"
+    if any(len(match.group(1)) % 2 for match in _NUL_ESCAPE.finditer(text)):
+        return "a string holds a NUL character (\\u0000), which jsonb cannot store"
+    if not _encodable(text):
+        return "a string holds a surrogate code point (\\ud800-\\udfff), which jsonb cannot store"
+    return None
+
+
+def _continue_problem(follow_up: Continue) -> tuple[str, str] | None:
+    """The error code and message that fail a ``Continue`` PostgreSQL could not store."""
+    step = follow_up.step
+    if not isinstance(step, str) or "\x00" in step or not _encodable(step):
+        return "continue_invalid", "the Continue's step is not text that PostgreSQL can store"
+    problem = _json_problem(follow_up.state)
+    if problem is not None:
+        return "state_invalid", f"the Continue's state cannot be stored: {problem}"
+    return None
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _storable(text: str) -> str:
+    """``text`` as PostgreSQL text: NUL and lone surrogates become U+FFFD, at most
+    MAX_ERROR_MESSAGE characters."""
+    text = text.replace("\x00", "\ufffd")
+    if not _encodable(text):
+        text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return _clip(text, MAX_ERROR_MESSAGE - len(_TRUNCATED))
+
+
+def _clip(text: str, limit: int) -> str:
+    """``text``, or its first ``limit`` characters and " [truncated]"."""
+    return text if len(text) <= limit else text[:limit] + _TRUNCATED
+
+
+def _exception_type(error: BaseException) -> str:
+    """The exception's class as a traceback names it: ``ValueError``, ``httpx.ReadTimeout``."""
+    cls = type(error)
+    module = getattr(cls, "__module__", "builtins")
+    return cls.__qualname__ if module in ("builtins", "__main__") else f"{module}.{cls.__qualname__}"
+
+
+def _crash_message(error: BaseException, *, full: bool) -> str:
+    """What a crash stores: the type and clipped text, or (``full``) the traceback's last
+    MAX_ERROR_MESSAGE characters."""
+    if full:
+        text = "".join(traceback.format_exception(error))
+        limit = MAX_ERROR_MESSAGE - len(_TRUNCATED)  # what _storable keeps whole
+        head = _TRUNCATED.strip() + " "
+        return text if len(text) <= limit else head + text[len(text) - (limit - len(head)) :]
+    try:
+        detail = str(error)
+    except Exception:  # a broken __str__ must not lose the failure
+        detail = ""
+    name = _exception_type(error)
+    return f"{name}: {_clip(detail, CRASH_MESSAGE_CHARS)}" if detail else name
 
 
 async def _sleep_or_stop(stop: asyncio.Event, seconds: float) -> None:

@@ -1,0 +1,447 @@
+"""What the worker sends, and what it does when a write is refused (issue 12, items 3, 4, 6).
+
+* One outcome PostgreSQL cannot store (a NUL in a string, a lone surrogate, NaN, not JSON)
+  fails only its own job (``result_invalid`` / ``state_invalid``, not retried); a batch the
+  server refuses anyway is split until the refused outcome is alone, so every other outcome
+  of the batch is written exactly once.
+* A ``workflow.release_conflict`` on one run holds back only that run's outcomes: the
+  batch-mates are written at once and the run's outcome once the conflict clears.
+* A crashed handler leaves the exception type and a clipped message in the database (the
+  traceback goes to the worker's log); ``App.redact`` filters every message the worker
+  sends; ``store_tracebacks`` (``JOBS_STORE_TRACEBACKS``) keeps the whole traceback.
+
+Handlers that must land in one flush wait on a ``Gate`` and return together.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import re
+import time
+from collections import Counter
+from datetime import timedelta
+from typing import Any
+
+import psycopg
+import pytest
+
+from pgrun import config as configuration
+from pgrun import worker as worker_module
+from pgrun.app import App, Continue, Fail, JobContext, Retry
+from pgrun.client import Client
+from pgrun.workflow import Workflow
+from worker_support import fast_config, run_worker_until, statuses
+
+TERMINAL = ("succeeded", "dead", "cancelled")
+
+
+class Gate:
+    """Holds async handlers until ``size`` of them have arrived, then lets them all return
+    in the same turn of the event loop, so their outcomes land in one flush batch."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.arrived = 0
+        self.event: asyncio.Event | None = None
+
+    async def wait(self) -> None:
+        if self.event is None:
+            self.event = asyncio.Event()
+        self.arrived += 1
+        if self.arrived >= self.size:
+            self.event.set()
+        await asyncio.wait_for(self.event.wait(), 30)
+
+
+def _done(client: Client, ids: list[Any]) -> bool:
+    return all(s in TERMINAL for s in statuses(client, ids))
+
+
+def _events(dsn: str, job_id: Any) -> Counter[str]:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute("SELECT event FROM pgrun.job_events WHERE job_id = %s", [job_id]).fetchall()
+    return Counter(str(r[0]) for r in rows)
+
+
+def _tables_holding(dsn: str, needle: str) -> list[str]:
+    """Every pgrun table with a row whose text contains ``needle``."""
+    found = []
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        tables = conn.execute(
+            "SELECT c.relname FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = 'pgrun' AND c.relkind IN ('r', 'p') ORDER BY 1"
+        ).fetchall()
+        for (table,) in tables:
+            query = f"SELECT count(*) FROM pgrun.{table} AS t WHERE strpos(t::text, %s) > 0"
+            row = conn.execute(query.encode(), [needle]).fetchone()  # type: ignore[arg-type]
+            if row and row[0]:
+                found.append(str(table))
+    return found
+
+
+# -- one bad outcome never poisons its batch ------------------------------------------------
+
+POISON: dict[str, Any] = {
+    "nul": {"text": "a\x00b"},
+    "nul_key": {"k\x00": 1},
+    "surrogate": ["\ud800"],
+    "nan": {"x": math.nan},
+    "infinity": math.inf,
+    "object": {"x": object()},
+}
+
+
+def _poison_app(gate: Gate, runs: Counter[str]) -> App:
+    app = App()
+
+    @app.job("t.fine")
+    async def fine(ctx: JobContext) -> Any:
+        runs[str(ctx.job_id)] += 1
+        await gate.wait()
+        return {"n": ctx.payload["n"], "text": "back\\u0000slash"}  # an escaped backslash is fine
+
+    @app.job("t.poison")
+    async def poison(ctx: JobContext) -> Any:
+        runs[str(ctx.job_id)] += 1
+        await gate.wait()
+        return POISON[ctx.payload["kind"]]
+
+    return app
+
+
+def _run_poison_batch(db: str, kinds: list[str]) -> tuple[dict[str, Any], dict[str, Any], Counter[str]]:
+    runs: Counter[str] = Counter()
+    fine_count = 4
+    app = _poison_app(Gate(fine_count + len(kinds)), runs)
+    with Client.connect(db) as client:
+        fine = {
+            str(client.enqueue_job("t.fine", {"n": n}, max_attempts=3).job_id): n for n in range(fine_count)
+        }
+        bad = {str(client.enqueue_job("t.poison", {"kind": k}, max_attempts=3).job_id): k for k in kinds}
+        ids = [*fine, *bad]
+        config = fast_config(db, max_global_concurrency=20, claim_batch_size=20)
+        run_worker_until(app, config, lambda c: _done(c, ids))
+        fine_jobs = {job_id: client.get_job(job_id) for job_id in fine}
+        bad_jobs = {bad[job_id]: client.get_job(job_id) for job_id in bad}
+    for job_id, job in fine_jobs.items():
+        assert job["status"] == "succeeded" and job["result"] == {
+            "n": fine[job_id],
+            "text": "back\\u0000slash",
+        }
+        assert job["total_attempts"] == 1 and runs[job_id] == 1, "a batch-mate ran again"
+        assert _events(db, job_id)["succeeded"] == 1
+    return fine_jobs, bad_jobs, runs
+
+
+def test_a_result_postgresql_would_refuse_fails_only_its_own_job(db: str) -> None:
+    _fine, bad, runs = _run_poison_batch(db, list(POISON))
+    for kind, job in bad.items():
+        assert (job["status"], job["error_code"]) == ("dead", "result_invalid"), kind
+        assert job["total_attempts"] == 1, f"{kind}: result_invalid is not retried"
+        assert job["dead_letters"][0]["reason"] == "non_retryable"
+        assert job["result"] is None
+    assert "NUL" in bad["nul"]["error_message"]
+    assert "surrogate" in bad["surrogate"]["error_message"]
+    assert "NaN" in bad["nan"]["error_message"] or "nan" in bad["nan"]["error_message"]
+    assert sum(runs.values()) == 4 + len(POISON)
+
+
+def test_a_batch_the_server_refuses_is_split_and_the_rest_written_once(
+    db: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With the worker's own check switched off, the server refuses the whole batch: the
+    worker splits it until the bad result is alone and writes every other outcome once."""
+    monkeypatch.setattr(worker_module, "_json_problem", lambda value: None)
+    with caplog.at_level(logging.WARNING, logger="pgrun.worker"):
+        _fine, bad, _runs = _run_poison_batch(db, ["nul", "nan"])
+    for kind, job in bad.items():
+        assert (job["status"], job["error_code"], job["total_attempts"]) == ("dead", "result_invalid", 1), (
+            kind
+        )
+        assert "PostgreSQL refused" in job["error_message"]
+    assert "splitting" in caplog.text
+
+
+def test_failures_with_unstorable_text_land_sanitised_with_their_batch_mates(db: str) -> None:
+    gate = Gate(4)
+    app = App()
+
+    @app.job("t.fail")
+    async def fail(ctx: JobContext) -> Any:
+        await gate.wait()
+        kind = ctx.payload["kind"]
+        if kind == "nul":
+            raise Fail("bad\x00input", code="bad\x00code")
+        if kind == "surrogate":
+            raise Fail("lone \udc80 surrogate")
+        if kind == "crash":
+            raise ValueError("a\x00b")
+        raise Fail("plain")
+
+    with Client.connect(db) as client:
+        kinds = ("nul", "surrogate", "crash", "plain")
+        ids = {k: client.enqueue_job("t.fail", {"kind": k}, max_attempts=1).job_id for k in kinds}
+        run_worker_until(app, fast_config(db), lambda c: _done(c, list(ids.values())))
+        jobs = {k: client.get_job(job_id) for k, job_id in ids.items()}
+    assert (jobs["plain"]["status"], jobs["plain"]["error_message"]) == ("dead", "plain")
+    assert jobs["nul"]["status"] == "dead"
+    assert jobs["nul"]["error_message"] == "bad\ufffdinput" and jobs["nul"]["error_code"] == "bad\ufffdcode"
+    assert (
+        jobs["surrogate"]["status"] == "dead"
+        and jobs["surrogate"]["error_message"] == "lone \ufffd surrogate"
+    )
+    assert (
+        jobs["crash"]["error_code"] == "crashed" and jobs["crash"]["error_message"] == "ValueError: a\ufffdb"
+    )
+    for job in jobs.values():
+        assert job["total_attempts"] == 1 and _events(db, job["id"])["dead"] == 1
+
+
+def test_a_failure_fail_jobs_refuses_is_written_without_what_it_refused(db: str) -> None:
+    """A negative retry delay makes fail_jobs refuse its whole batch (job.invalid_delay): the
+    others are written once, the refused one again without its delay (code failure_invalid)."""
+    gate = Gate(4)
+    app = App()
+
+    @app.job("t.retry")
+    async def retry(ctx: JobContext) -> Any:
+        await gate.wait()
+        if ctx.payload["bad"]:
+            raise Retry(delay=timedelta(seconds=-5), message="backwards")
+        raise Fail("ordinary", code="ordinary")
+
+    with Client.connect(db) as client:
+        ids = [client.enqueue_job("t.retry", {"bad": i == 0}, max_attempts=1).job_id for i in range(4)]
+        run_worker_until(app, fast_config(db), lambda c: _done(c, ids))
+        jobs = [client.get_job(job_id) for job_id in ids]
+    assert (jobs[0]["status"], jobs[0]["error_code"]) == ("dead", "failure_invalid")
+    assert "job.invalid_delay" in jobs[0]["error_message"] and "backwards" in jobs[0]["error_message"]
+    for job in jobs[1:]:
+        assert (job["status"], job["error_code"], job["total_attempts"]) == ("dead", "ordinary", 1)
+        assert _events(db, job["id"])["dead"] == 1
+
+
+def test_a_continue_the_server_cannot_store_fails_its_job(db: str) -> None:
+    app = App()
+
+    @app.job("t.steps")
+    async def steps(ctx: JobContext) -> Any:
+        kind = ctx.payload["kind"]
+        if ctx.step is not None:
+            return {"reached": ctx.step}
+        if kind == "nan_state":
+            return Continue("next", {"x": math.nan})
+        if kind == "nul_state":
+            return Continue("next", ["\x00"])
+        if kind == "blank_step":
+            return Continue("   ")
+        if kind == "nul_step":
+            return Continue("ne\x00xt")
+        return Continue("next", {"ok": True})
+
+    kinds = ("nan_state", "nul_state", "blank_step", "nul_step", "good")
+    with Client.connect(db) as client:
+        ids = {k: client.enqueue_job("t.steps", {"kind": k}).job_id for k in kinds}
+        run_worker_until(app, fast_config(db), lambda c: _done(c, list(ids.values())))
+        jobs = {k: client.get_job(job_id) for k, job_id in ids.items()}
+    assert jobs["good"]["status"] == "succeeded" and jobs["good"]["result"] == {"reached": "next"}
+    for kind in ("nan_state", "nul_state"):
+        assert (jobs[kind]["status"], jobs[kind]["error_code"]) == ("dead", "state_invalid"), kind
+    for kind in ("blank_step", "nul_step"):
+        assert (jobs[kind]["status"], jobs[kind]["error_code"]) == ("dead", "continue_invalid"), kind
+    assert "job.invalid_step" in jobs["blank_step"]["error_message"]
+    for kind in kinds[:-1]:
+        assert jobs[kind]["total_attempts"] == 1, kind
+
+
+# -- a workflow release conflict holds back only its own run ---------------------------------
+
+
+def test_a_release_conflict_holds_back_only_that_runs_outcomes(db: str) -> None:
+    gate = Gate(4)
+    app = App()
+
+    @app.job("t.plain")
+    async def plain(ctx: JobContext) -> Any:
+        await gate.wait()
+        return "plain"
+
+    @app.job("wf.step")
+    async def step(ctx: JobContext) -> Any:
+        await gate.wait()
+        return "step"
+
+    wf = Workflow("held")
+    wf.job("only", "wf.step")
+    with Client.connect(db) as client, psycopg.connect(db) as holder:
+        run_id = client.enqueue_workflow(wf).run_id
+        plain_ids = [client.enqueue_job("t.plain").job_id for _ in range(3)]
+        # the run's exclusive lock, as a cancel of the run holds it
+        holder.execute("SELECT pgrun._workflow_lock_runs(ARRAY[%s]::uuid[], 'exclusive')", [run_id])
+        released_at: list[float] = []
+        plain_done_at: list[float] = []
+
+        def watch(c: Client) -> bool:
+            if gate.event is not None and gate.event.is_set() and not released_at:
+                released_at.append(time.monotonic())
+            if not plain_done_at:
+                if statuses(c, plain_ids) == ["succeeded"] * 3:
+                    plain_done_at.append(time.monotonic())
+                    # the run's job is still running: its outcome waits for the lock
+                    assert c.get_job(step_of(c.get_workflow_run(run_id))["job_id"])["status"] == "running"
+                    holder.commit()
+                return False
+            return c.get_workflow_run(run_id)["status"] == "succeeded"
+
+        try:
+            took = run_worker_until(app, fast_config(db), watch, timeout=40)
+        finally:
+            holder.rollback()
+        final = client.get_workflow_run(run_id)
+    assert released_at and plain_done_at
+    # the plain jobs waited for one lock timeout (5 s) at most, never for the holder
+    assert plain_done_at[0] - released_at[0] < 15
+    assert final["status"] == "succeeded" and step_of(final)["status"] == "succeeded"
+    assert took < 40
+
+
+def step_of(run: dict[str, Any]) -> dict[str, Any]:
+    steps = run["steps"]
+    found = steps["only"] if isinstance(steps, dict) else next(s for s in steps if s["key"] == "only")
+    return dict(found)
+
+
+# -- what a crash leaves in the database -----------------------------------------------------
+
+SECRET = "sk_live_5ecret"
+
+
+class UpstreamError(Exception):
+    pass
+
+
+def _crash_app() -> App:
+    app = App()
+
+    @app.job("t.crash")
+    async def crash(ctx: JobContext) -> Any:
+        kind = ctx.payload["kind"]
+        if kind == "long":
+            raise RuntimeError("x" * 500 + f" api_key={SECRET}")
+        if kind == "chained":
+            try:
+                raise KeyError(f"https://api.example.com/v1?api_key={SECRET}")
+            except KeyError as inner:
+                raise UpstreamError("the upstream call failed") from inner
+        if kind == "in_message":
+            raise UpstreamError(f"GET https://api.example.com/v1?api_key={SECRET} returned 401")
+        raise Fail(f"refused with api_key={SECRET}")
+
+    return app
+
+
+def test_a_crash_stores_the_type_and_a_clipped_message_and_logs_the_traceback(
+    db: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = _crash_app()
+    with Client.connect(db) as client:
+        ids = {
+            k: client.enqueue_job("t.crash", {"kind": k}, max_attempts=2).job_id for k in ("long", "chained")
+        }
+        with caplog.at_level(logging.WARNING, logger="pgrun.worker"):
+            run_worker_until(app, fast_config(db), lambda c: _done(c, list(ids.values())))
+        jobs = {k: client.get_job(job_id) for k, job_id in ids.items()}
+    long, chained = jobs["long"], jobs["chained"]
+    assert (long["status"], long["error_code"], long["total_attempts"]) == ("dead", "crashed", 2)
+    assert long["error_message"] == "RuntimeError: " + "x" * 200 + " [truncated]"
+    qualified = f"{UpstreamError.__module__}.UpstreamError"
+    assert chained["error_message"] == f"{qualified}: the upstream call failed"
+    for job in jobs.values():
+        assert "Traceback" not in job["error_message"]
+        for attempt in job["attempts"]:
+            assert "Traceback" not in (attempt.get("error_message") or "")
+    assert _tables_holding(db, SECRET) == []
+    # the whole traceback (the chained cause too) is in the worker's log
+    assert "Traceback" in caplog.text and f"api_key={SECRET}" in caplog.text
+    assert "UpstreamError: the upstream call failed" in caplog.text
+
+
+def test_the_redact_hook_filters_every_message_the_worker_sends(db: str) -> None:
+    app = _crash_app()
+    seen: list[tuple[str, str | None]] = []
+
+    @app.redact
+    def scrub(message: str, error: BaseException | None) -> str:
+        seen.append((message, type(error).__name__ if error else None))
+        return re.sub(r"api_key=[^\s&]+", "api_key=[redacted]", message)
+
+    with Client.connect(db) as client:
+        ids = {
+            k: client.enqueue_job("t.crash", {"kind": k}, max_attempts=1).job_id
+            for k in ("in_message", "fail")
+        }
+        run_worker_until(app, fast_config(db), lambda c: _done(c, list(ids.values())))
+        jobs = {k: client.get_job(job_id) for k, job_id in ids.items()}
+    redacted = "GET https://api.example.com/v1?api_key=[redacted] returned 401"
+    assert jobs["in_message"]["error_message"] == f"{UpstreamError.__module__}.UpstreamError: {redacted}"
+    assert jobs["fail"]["error_message"] == "refused with api_key=[redacted]"
+    assert _tables_holding(db, SECRET) == []
+    assert {"UpstreamError", "Fail"} <= {name for _, name in seen}
+
+
+def test_a_failing_redact_hook_leaves_only_the_exception_type(
+    db: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = _crash_app()
+
+    @app.redact
+    def broken(message: str, error: BaseException | None) -> str:
+        raise RuntimeError("the hook itself broke")
+
+    with Client.connect(db) as client:
+        job_id = client.enqueue_job("t.crash", {"kind": "in_message"}, max_attempts=1).job_id
+        with caplog.at_level(logging.WARNING, logger="pgrun.worker"):
+            run_worker_until(app, fast_config(db), lambda c: _done(c, [job_id]))
+        job = client.get_job(job_id)
+    assert job["error_message"] == f"{UpstreamError.__module__}.UpstreamError"
+    assert "redact hook failed" in caplog.text
+    assert _tables_holding(db, SECRET) == []
+
+
+def test_store_tracebacks_keeps_the_whole_traceback_and_the_hook_still_applies(db: str) -> None:
+    app = _crash_app()
+
+    @app.redact
+    def scrub(message: str, error: BaseException | None) -> str:
+        return message.replace(SECRET, "[redacted]")
+
+    with Client.connect(db) as client:
+        job_id = client.enqueue_job("t.crash", {"kind": "chained"}, max_attempts=1).job_id
+        run_worker_until(app, fast_config(db, store_tracebacks=True), lambda c: _done(c, [job_id]))
+        job = client.get_job(job_id)
+    message = job["error_message"]
+    assert message.startswith("Traceback (most recent call last):")
+    assert "KeyError" in message and "api_key=[redacted]" in message
+    assert message.rstrip().endswith("UpstreamError: the upstream call failed")
+    assert _tables_holding(db, SECRET) == []
+
+
+def test_store_tracebacks_comes_from_the_environment() -> None:
+    assert configuration.from_env({}).store_tracebacks is False
+    for raw, expected in (
+        ("1", True),
+        ("true", True),
+        ("Yes", True),
+        ("on", True),
+        ("0", False),
+        ("off", False),
+    ):
+        assert configuration.from_env({"JOBS_STORE_TRACEBACKS": raw}).store_tracebacks is expected, raw
+
+
+def test_an_unparsable_store_tracebacks_keeps_the_default(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="pgrun.config"):
+        assert configuration.from_env({"JOBS_STORE_TRACEBACKS": "maybe"}).store_tracebacks is False
+    assert "JOBS_STORE_TRACEBACKS" in caplog.text
