@@ -70,7 +70,7 @@ BEGIN
             OR cardinality(set_role_access.queues) NOT BETWEEN 1 AND 1000
             OR EXISTS (
                 SELECT FROM unnest(set_role_access.queues) AS u (q)
-                WHERE u.q IS NULL OR u.q !~ '^[a-z][a-z0-9_.:-]*$' OR length(u.q) > 64
+                WHERE u.q IS NULL OR NOT pgrun._valid_queue(u.q)
             )
         ) THEN 'queues must be 1..1000 queue names (1..64 characters: a lowercase letter, then lowercase '
             'letters, digits, "_", ".", ":" or "-")'
@@ -79,7 +79,7 @@ BEGIN
             OR cardinality(set_role_access.job_types) NOT BETWEEN 1 AND 1000
             OR EXISTS (
                 SELECT FROM unnest(set_role_access.job_types) AS u (t)
-                WHERE u.t IS NULL OR u.t !~ '^[a-z][a-z0-9_]*([.:-][a-z0-9_]+)*$' OR length(u.t) > 128
+                WHERE u.t IS NULL OR NOT pgrun._valid_job_type(u.t)
             )
         ) THEN 'job_types must be 1..1000 job types (e.g. email.send)'
     END;

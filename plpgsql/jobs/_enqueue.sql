@@ -16,7 +16,8 @@ SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     c_max_payload_bytes CONSTANT integer := 1048576;          -- 1 MiB of jsonb
-    c_max_delay_seconds CONSTANT numeric := 3155760000;       -- 100 Julian years
+    -- 100 Julian years: the time-argument rule (pgrun._time_ok), for a delay given in seconds
+    c_max_delay_seconds CONSTANT numeric := 3155760000;
     c_known_keys CONSTANT text[] := ARRAY[
         'job_type', 'payload', 'queue', 'priority', 'run_at', 'delay', 'max_attempts',
         'timeout_seconds', 'idempotency_key', 'organization_id'
@@ -36,8 +37,7 @@ BEGIN
                     THEN 'job.invalid_batch'
                 -- the job_definitions / jobs CHECK constraints say the same
                 WHEN coalesce(jsonb_typeof(e.elem -> 'job_type'), 'null') <> 'string'
-                    OR e.elem ->> 'job_type' !~ '^[a-z][a-z0-9_]*([.:-][a-z0-9_]+)*$'
-                    OR length(e.elem ->> 'job_type') > 128
+                    OR NOT pgrun._valid_job_type(e.elem ->> 'job_type')
                     THEN 'job.invalid_type'
                 WHEN e.elem ? 'payload'
                     AND jsonb_typeof(e.elem -> 'payload') NOT IN ('null', 'object')
@@ -49,8 +49,7 @@ BEGIN
                     THEN NULL
                 WHEN e.elem ? 'queue' AND (
                     jsonb_typeof(e.elem -> 'queue') NOT IN ('null', 'string')
-                    OR e.elem ->> 'queue' !~ '^[a-z][a-z0-9_.:-]*$'
-                    OR length(e.elem ->> 'queue') > 64
+                    OR NOT pgrun._valid_queue(e.elem ->> 'queue')
                 )
                     THEN 'job.invalid_queue'
                 WHEN e.elem ? 'priority' AND (
@@ -84,7 +83,7 @@ BEGIN
                     THEN 'job.invalid_schedule'
                 WHEN e.elem ? 'run_at' AND (
                     jsonb_typeof(e.elem -> 'run_at') NOT IN ('null', 'string')
-                    OR NOT isfinite((e.elem ->> 'run_at')::timestamptz)
+                    OR NOT pgrun._time_ok((e.elem ->> 'run_at')::timestamptz)
                 )
                     THEN 'job.invalid_schedule'
                 WHEN e.elem ? 'delay' AND (
@@ -215,12 +214,12 @@ BEGIN
                 ELSE format(
                     '%sunknown keys %s',
                     v_where,
-                    (SELECT string_agg(k.key, ', ' ORDER BY k.key)
+                    pgrun._clip((SELECT string_agg(k.key, ', ' ORDER BY k.key)
                      FROM jsonb_object_keys(p_elem) AS k (key)
                      WHERE k.key <> ALL (ARRAY[
                          'job_type', 'payload', 'queue', 'priority', 'run_at', 'delay',
                          'max_attempts', 'timeout_seconds', 'idempotency_key', 'organization_id'
-                     ]))
+                     ])), 200)
                 )
             END;
             v_hint := 'Each element is an object whose keys are enqueue_job''s parameter names.';
@@ -258,10 +257,11 @@ BEGIN
             v_detail := format('%srun_at %s, delay %s', v_where,
                 left(coalesce(p_elem -> 'run_at', 'null'::jsonb)::text, 100),
                 left(coalesce(p_elem -> 'delay', 'null'::jsonb)::text, 100));
-            v_hint := 'Give run_at (a finite timestamp) or delay (0 s to 100 years), not both.';
+            v_hint := 'Give run_at (a finite timestamp at most 100 years ahead) or delay (0 s to 100 years), '
+                'not both.';
         WHEN 'job.invalid_idempotency_key' THEN
             v_detail := format('%sidempotency_key %s is not a string of 1..256 characters', v_where,
-                left((p_elem -> 'idempotency_key')::text, 300));
+                left((p_elem -> 'idempotency_key')::text, 200));
             v_hint := 'Pass a non-empty string of at most 256 characters, or leave it out.';
         WHEN 'job.invalid_organization' THEN
             v_detail := format('%sorganization_id %s is not a usable uuid', v_where,

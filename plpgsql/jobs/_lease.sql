@@ -191,10 +191,10 @@ LANGUAGE plpgsql
 IMMUTABLE
 AS $$
 BEGIN
-    IF p_worker_id IS NULL OR btrim(p_worker_id) = '' OR length(p_worker_id) > 200 THEN
+    IF p_worker_id IS NULL OR length(p_worker_id) > 200 OR btrim(p_worker_id) = '' THEN
         RAISE EXCEPTION 'job.invalid_worker_id' USING
             ERRCODE = 'RQ003',
-            DETAIL = format('worker_id %L is NULL, blank or longer than 200 characters', p_worker_id),
+            DETAIL = format('worker_id %s is NULL, blank or longer than 200 characters', pgrun._shown(p_worker_id)),
             HINT = 'Pass a stable, non-empty name for the worker process (e.g. host:pid).';
     END IF;
     IF p_lease_seconds IS NULL OR p_lease_seconds NOT BETWEEN 1 AND 86400 THEN

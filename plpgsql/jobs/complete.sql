@@ -13,6 +13,13 @@
 -- written for that job; the rest of the batch is committed. One stale job never fails the
 -- others. complete_job is the one-job form and raises job.lease_lost instead.
 --
+-- Result cap: a result larger than the job type's max_result_bytes (bytes of jsonb,
+-- pg_column_size; NULL = 1 MiB, pgrun._result_cap) is REPORTED the same way: outcome
+-- 'result_too_large', lost_reason NULL, nothing written for that job (it keeps running
+-- under its lease, so the worker can fail it), the rest of the batch committed.
+-- complete_job raises job.result_too_large (RQ003) instead. The cap is looked up only for
+-- a result over 1 KiB (the smallest cap a type may set), so small results cost nothing.
+--
 -- Locks: the batch's owned job rows, in id order: one UPDATE joins the input, sorted by id,
 -- to jobs by primary key (a nested loop, so rows are updated, hence locked, in that order).
 -- A write to the job that commits while the UPDATE waits for its row (heartbeat, progress,
@@ -27,7 +34,7 @@
 -- called only for such jobs, so a batch without workflow jobs pays one NULL test per row.
 --
 -- Errors: job.lease_lost (RQ004, complete_job only); job.invalid_argument (NULL job_id or
--- lease_token), job.invalid_batch (RQ003).
+-- lease_token), job.invalid_batch, job.result_too_large (complete_job only) (RQ003).
 
 CREATE OR REPLACE FUNCTION pgrun.complete_jobs(
     job_ids uuid[],
@@ -61,7 +68,7 @@ BEGIN
     );
 
     WITH input AS (
-        SELECT i.id, i.token, i.ord
+        SELECT i.id, i.token, i.ord, pg_column_size(complete_jobs.results[i.ord]) AS result_bytes
         FROM unnest(complete_jobs.job_ids, complete_jobs.lease_tokens) WITH ORDINALITY AS i (id, token, ord)
     ),
 
@@ -73,10 +80,16 @@ BEGIN
             lease_expires_at = NULL,
             finished_at = v_now,
             updated_at = v_now
-        FROM (SELECT i.id, i.token, i.ord FROM input AS i ORDER BY i.id) AS o
+        FROM (SELECT i.id, i.token, i.ord, i.result_bytes FROM input AS i ORDER BY i.id) AS o
         WHERE j.id = o.id
           AND j.lease_token = o.token
           AND j.lease_expires_at > v_now
+          -- the result cap: no result, or one within the smallest cap a type may set, needs
+          -- no lookup; a cancelled job drops its result, so its size does not matter
+          AND (
+              o.result_bytes IS NULL OR o.result_bytes <= 1024 OR j.cancel_requested_at IS NOT NULL
+              OR o.result_bytes <= pgrun._result_cap(j.job_type)
+          )
         RETURNING
             j.id, j.status, j.workflow_run_id, j.total_attempts, j.step, j.worker_id, o.token AS lease_token,
             j.started_at, j.cancel_reason, o.ord
@@ -95,7 +108,8 @@ BEGIN
     )
 
     -- No CTE-to-CTE join (their row estimates are guesses, and a nested loop over two
-    -- CTEs is quadratic): finished rows come from the UPDATE, lost ones via a hashed NOT IN.
+    -- CTEs is quadratic): finished rows come from the UPDATE, the others via a hashed NOT IN.
+    -- A job left out whose lease this batch still owns had a result over its cap.
     SELECT
         array_agg(u.id ORDER BY u.ord),
         array_agg(u.outcome ORDER BY u.ord),
@@ -106,8 +120,23 @@ BEGIN
         SELECT f.id, f.status AS outcome, NULL::text AS lost_reason, f.workflow_run_id, f.ord
         FROM finished AS f
         UNION ALL
-        SELECT i.id, 'lease_lost', pgrun._lease_lost_reason(i.id, i.token), NULL, i.ord
+        SELECT
+            i.id,
+            CASE WHEN t.too_large THEN 'result_too_large' ELSE 'lease_lost' END,
+            CASE WHEN t.too_large THEN NULL ELSE pgrun._lease_lost_reason(i.id, i.token) END,
+            NULL,
+            i.ord
         FROM input AS i
+        LEFT JOIN LATERAL (
+            SELECT TRUE AS too_large
+            FROM pgrun.jobs AS j
+            WHERE j.id = i.id
+              AND j.lease_token = i.token
+              AND j.lease_expires_at > v_now
+              AND j.cancel_requested_at IS NULL
+              AND i.result_bytes > 1024
+              AND i.result_bytes > pgrun._result_cap(j.job_type)
+        ) AS t ON TRUE
         WHERE i.id NOT IN (SELECT f.id FROM finished AS f)
     ) AS u;
 
@@ -127,10 +156,12 @@ COMMENT ON FUNCTION pgrun.complete_jobs(uuid[], uuid[], jsonb[]) IS
 'Complete a batch of running jobs in one statement: parallel arrays job_ids, lease_tokens and optional '
 'results (NULL, or one JSON value or NULL per job). Each job whose lease is still owned becomes succeeded '
 'with its result (or cancelled, without the result, when a cancel was requested), its attempt ends and '
-'one event is written. Returns one row per input job in input order: outcome succeeded, cancelled or '
-'lease_lost; for lease_lost, lost_reason is unknown_job, not_running, token_mismatch or lease_expired (not_held for a '
+'one event is written. Returns one row per input job in input order: outcome succeeded, cancelled, '
+'lease_lost or result_too_large; for lease_lost, lost_reason is unknown_job, not_running, token_mismatch or lease_expired (not_held for a '
 'caller that never held the job and is not an admin) and '
-'nothing was written for that job. A lost lease never fails the rest of the batch. '
+'nothing was written for that job. result_too_large: the result is over the type''s max_result_bytes '
+'(bytes of jsonb; default 1 MiB), nothing was written and the job still runs. Neither fails the rest '
+'of the batch. '
 'Errors: job.invalid_batch (RQ003).';
 
 CREATE OR REPLACE FUNCTION pgrun.complete_job(job_id uuid, lease_token uuid, result jsonb DEFAULT NULL)
@@ -159,6 +190,21 @@ BEGIN
     IF v_outcome = 'lease_lost' THEN
         PERFORM pgrun._raise_lease_lost(complete_job.job_id, complete_job.lease_token, v_lost_reason);
     END IF;
+    IF v_outcome = 'result_too_large' THEN
+        RAISE EXCEPTION 'job.result_too_large' USING
+            ERRCODE = 'RQ003',
+            DETAIL = (
+                SELECT format(
+                    'result is %s bytes of jsonb; the limit for job type %s is %s',
+                    pg_column_size(complete_job.result), j.job_type, pgrun._result_cap(j.job_type)
+                )
+                FROM pgrun.jobs AS j
+                WHERE j.id = complete_job.job_id
+            ),
+            HINT = 'Store large data elsewhere and return a reference, or raise the type''s '
+                'max_result_bytes (upsert_job_definition, at most 16 MiB). The job still runs: fail it '
+                'or complete it with a smaller result.';
+    END IF;
     RETURN v_outcome;
 END;
 $$;
@@ -167,6 +213,6 @@ COMMENT ON FUNCTION pgrun.complete_job(uuid, uuid, jsonb) IS
 'Complete one running job under its lease: it becomes succeeded with result (any JSON value, or NULL), '
 'its attempt ends with outcome succeeded and one succeeded event is written. If a cancel was requested '
 'meanwhile the job ends cancelled instead (the result is dropped). Returns the outcome: succeeded or '
-'cancelled. '
+'cancelled. result: at most the type''s max_result_bytes of jsonb (default 1 MiB). '
 'Errors: job.lease_lost (RQ004: unknown job, token mismatch, not running or lease expired; nothing is '
-'written), job.invalid_argument (RQ003).';
+'written), job.invalid_argument, job.result_too_large (RQ003; nothing is written).';

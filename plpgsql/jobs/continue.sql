@@ -19,9 +19,13 @@
 -- 'cancelled') event; a job cancelled here that belongs to a workflow run has its step
 -- settled by pgrun._workflow_jobs_finished.
 --
+-- Limits: state is at most the job type's max_result_bytes of jsonb (NULL: 1 MiB; the same
+-- cap as a result, pgrun._result_cap), else job.state_too_large and nothing is written;
+-- delay follows the time-argument rule (0 s..100 years, pgrun._check_time).
+--
 -- Errors: job.lease_lost (RQ004); job.invalid_argument (NULL job_id or lease_token),
--- job.invalid_step (NULL, blank or over 256 characters), job.invalid_delay (negative)
--- (RQ003).
+-- job.invalid_step (NULL, blank or over 256 characters), job.invalid_delay (outside
+-- 0 s..100 years), job.state_too_large (RQ003).
 
 CREATE OR REPLACE FUNCTION pgrun.continue_job(
     job_id uuid,
@@ -41,6 +45,9 @@ DECLARE
     v_status text;
     v_run_at timestamptz;
     v_workflow_run_id uuid;
+    v_state_bytes integer;
+    v_job_type text;
+    v_cap integer;
 BEGIN
     IF continue_job.job_id IS NULL OR continue_job.lease_token IS NULL THEN
         RAISE EXCEPTION 'job.invalid_argument' USING
@@ -48,17 +55,34 @@ BEGIN
             DETAIL = 'job_id and lease_token must not be NULL',
             HINT = 'Pass the job_id and lease_token claim_jobs returned.';
     END IF;
-    IF continue_job.next_step IS NULL OR btrim(continue_job.next_step) = '' OR length(continue_job.next_step) > 256 THEN
+    IF continue_job.next_step IS NULL OR length(continue_job.next_step) > 256 OR btrim(continue_job.next_step) = '' THEN
         RAISE EXCEPTION 'job.invalid_step' USING
             ERRCODE = 'RQ003',
-            DETAIL = format('next_step %L is NULL, blank or longer than 256 characters', continue_job.next_step),
+            DETAIL = format('next_step %s is NULL, blank or longer than 256 characters', pgrun._shown(continue_job.next_step)),
             HINT = 'Name the step the job continues with; to finish the job call complete_job.';
     END IF;
-    IF continue_job.delay < interval '0' THEN
-        RAISE EXCEPTION 'job.invalid_delay' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('delay %s is negative', continue_job.delay),
-            HINT = 'Pass a delay >= 0, or NULL to run the next step as soon as a worker is free.';
+    PERFORM pgrun._check_time('job.invalid_delay', 'delay', continue_job.delay);
+
+    -- The state cap (the type's max_result_bytes, else 1 MiB), checked only for a state
+    -- larger than the smallest cap a type may set, and only while the lease is owned (a
+    -- lost lease is reported as such below).
+    v_state_bytes := pg_column_size(continue_job.state);
+    IF v_state_bytes > 1024 THEN
+        SELECT j.job_type, pgrun._result_cap(j.job_type) INTO v_job_type, v_cap
+        FROM pgrun.jobs AS j
+        WHERE j.id = continue_job.job_id
+          AND j.lease_token = continue_job.lease_token
+          AND j.lease_expires_at > v_now;
+        IF v_state_bytes > v_cap THEN
+            RAISE EXCEPTION 'job.state_too_large' USING
+                ERRCODE = 'RQ003',
+                DETAIL = format(
+                    'state is %s bytes of jsonb; the limit for job type %s is %s',
+                    v_state_bytes, v_job_type, v_cap
+                ),
+                HINT = 'Keep large data elsewhere and store a reference in the state, or raise the '
+                    'type''s max_result_bytes (upsert_job_definition, at most 16 MiB).';
+        END IF;
     END IF;
 
     WITH owned AS MATERIALIZED (
@@ -141,5 +165,6 @@ COMMENT ON FUNCTION pgrun.continue_job(uuid, uuid, text, jsonb, interval) IS
 'continued and one continued event is written; the next claim returns the new step and state. A pending '
 'cancel request makes the job cancelled instead (step and state still stored). Returns outcome (continued '
 'or cancelled) and run_at of the next step. '
+'state is at most the type''s max_result_bytes of jsonb (default 1 MiB); delay 0 s..100 years. '
 'Errors: job.lease_lost (RQ004; nothing is written), job.invalid_argument, job.invalid_step, '
-'job.invalid_delay (RQ003).';
+'job.invalid_delay, job.state_too_large (RQ003).';

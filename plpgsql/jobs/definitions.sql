@@ -5,6 +5,9 @@
 -- timeout) and the retry policy fail_job and the reaper apply (backoff base, cap and
 -- jitter). Every argument left out takes the built-in default, so a call is a full
 -- replace, never a merge; jobs already enqueued keep the values they were given.
+-- max_result_bytes is the one setting read at the write it limits, not copied: the largest
+-- result (complete_job) or state (continue_job) a job of the type may store, in bytes of
+-- jsonb, 1 KiB..16 MiB (NULL = 1 MiB, pgrun._result_cap), for jobs already enqueued too.
 -- A NULL argument means the same as leaving it out (timeout_seconds NULL = no timeout).
 --
 -- set_job_runtime_config(job_type, paused, max_concurrency, clear_max_concurrency)
@@ -26,7 +29,8 @@
 --
 -- Errors (all RQ003, checked before anything is written): job.invalid_type,
 -- job.invalid_queue, job.invalid_priority, job.invalid_max_attempts,
--- job.invalid_timeout, job.invalid_backoff, job.invalid_max_concurrency.
+-- job.invalid_timeout, job.invalid_backoff, job.invalid_max_result_bytes,
+-- job.invalid_max_concurrency.
 
 CREATE OR REPLACE FUNCTION pgrun.upsert_job_definition(
     job_type text,
@@ -36,7 +40,8 @@ CREATE OR REPLACE FUNCTION pgrun.upsert_job_definition(
     timeout_seconds integer DEFAULT NULL,
     backoff_base_seconds double precision DEFAULT 2,
     backoff_max_seconds double precision DEFAULT 3600,
-    backoff_jitter double precision DEFAULT 0.2
+    backoff_jitter double precision DEFAULT 0.2,
+    max_result_bytes integer DEFAULT NULL
 )
 RETURNS pgrun.job_definitions
 LANGUAGE plpgsql
@@ -55,19 +60,17 @@ DECLARE
     v_old pgrun.job_definitions;
 BEGIN
     -- Keep these rules in step with the CHECK constraints on job_definitions and jobs.
-    IF upsert_job_definition.job_type IS NULL
-        OR upsert_job_definition.job_type !~ '^[a-z][a-z0-9_]*([.:-][a-z0-9_]+)*$'
-        OR length(upsert_job_definition.job_type) > 128 THEN
+    IF upsert_job_definition.job_type IS NULL OR NOT pgrun._valid_job_type(upsert_job_definition.job_type) THEN
         RAISE EXCEPTION 'job.invalid_type' USING
             ERRCODE = 'RQ003',
-            DETAIL = format('job_type %L is not a valid job type', upsert_job_definition.job_type),
+            DETAIL = format('job_type %s is not a valid job type', pgrun._shown(upsert_job_definition.job_type)),
             HINT = 'Use at most 128 characters: lowercase letters, digits and _, in segments '
                 'joined by ".", ":" or "-", starting with a letter (e.g. email.send).';
     END IF;
-    IF v_queue !~ '^[a-z][a-z0-9_.:-]*$' OR length(v_queue) > 64 THEN
+    IF NOT pgrun._valid_queue(v_queue) THEN
         RAISE EXCEPTION 'job.invalid_queue' USING
             ERRCODE = 'RQ003',
-            DETAIL = format('queue %L is not a valid queue name', v_queue),
+            DETAIL = format('queue %s is not a valid queue name', pgrun._shown(v_queue)),
             HINT = 'Use at most 64 characters: a lowercase letter, then lowercase letters, '
                 'digits, "_", ".", ":" or "-".';
     END IF;
@@ -102,24 +105,34 @@ BEGIN
                 'and 0 <= backoff_jitter < 1.';
     END IF;
 
+    -- NULL = the built-in 1 MiB; a type may set 1 KiB..16 MiB, never unbounded.
+    IF upsert_job_definition.max_result_bytes NOT BETWEEN 1024 AND 16777216 THEN
+        RAISE EXCEPTION 'job.invalid_max_result_bytes' USING
+            ERRCODE = 'RQ003',
+            DETAIL = format('max_result_bytes %s is outside 1024..16777216', upsert_job_definition.max_result_bytes),
+            HINT = 'Pass the largest result or state, in bytes of jsonb, a job of the type may store '
+                '(1 KiB to 16 MiB), or NULL for the built-in 1 MiB.';
+    END IF;
+
     -- A worker declares the types it runs: within its scope only (util/_access.sql).
     PERFORM pgrun._caller_check_scope(ARRAY[v_queue], ARRAY[upsert_job_definition.job_type]);
 
     SELECT d.* INTO v_old FROM pgrun.job_definitions AS d WHERE d.job_type = upsert_job_definition.job_type;
     IF FOUND AND (v_old.queue, v_old.priority, v_old.max_attempts, v_old.timeout_seconds,
-        v_old.backoff_base_seconds, v_old.backoff_max_seconds, v_old.backoff_jitter)
+        v_old.backoff_base_seconds, v_old.backoff_max_seconds, v_old.backoff_jitter, v_old.max_result_bytes)
         IS NOT DISTINCT FROM (v_queue, v_priority, v_max_attempts, upsert_job_definition.timeout_seconds,
-        v_base, v_max, v_jitter) THEN
+        v_base, v_max, v_jitter, upsert_job_definition.max_result_bytes) THEN
         RETURN v_old;  -- restating the definition changes nothing (workers do so at every start)
     END IF;
 
     INSERT INTO pgrun.job_definitions AS d (
         job_type, queue, priority, max_attempts, timeout_seconds,
-        backoff_base_seconds, backoff_max_seconds, backoff_jitter, created_at, updated_at
+        backoff_base_seconds, backoff_max_seconds, backoff_jitter, max_result_bytes, created_at, updated_at
     )
     VALUES (
         upsert_job_definition.job_type, v_queue, v_priority, v_max_attempts,
-        upsert_job_definition.timeout_seconds, v_base, v_max, v_jitter, pgrun.now(), pgrun.now()
+        upsert_job_definition.timeout_seconds, v_base, v_max, v_jitter,
+        upsert_job_definition.max_result_bytes, pgrun.now(), pgrun.now()
     )
     ON CONFLICT ON CONSTRAINT job_definitions_pkey DO UPDATE
         SET queue = excluded.queue,
@@ -129,6 +142,7 @@ BEGIN
             backoff_base_seconds = excluded.backoff_base_seconds,
             backoff_max_seconds = excluded.backoff_max_seconds,
             backoff_jitter = excluded.backoff_jitter,
+            max_result_bytes = excluded.max_result_bytes,
             updated_at = excluded.updated_at
     RETURNING d.* INTO v_row;
     PERFORM pgrun._audit(
@@ -140,17 +154,20 @@ END;
 $$;
 
 COMMENT ON FUNCTION pgrun.upsert_job_definition(
-    text, text, integer, integer, integer, double precision, double precision, double precision
+    text, text, integer, integer, integer, double precision, double precision, double precision, integer
 ) IS
 'Create or replace the definition of a job type: the queue, priority (0..32767, lower runs first), '
 'max_attempts (1..1000), timeout_seconds (NULL = none) new jobs of the type get, and the retry backoff '
 'fail_job and the reaper apply (exponential from backoff_base_seconds, capped at backoff_max_seconds, '
-'spread by the backoff_jitter fraction). '
-'Omitted or NULL arguments take the built-in defaults (default, 100, 20, none, 2, 3600, 0.2): each call '
+'spread by the backoff_jitter fraction), and max_result_bytes, the largest result (complete_job) or '
+'state (continue_job) its jobs may store in bytes of jsonb (1024..16777216; NULL = 1 MiB; applies to '
+'jobs already enqueued too). '
+'Omitted or NULL arguments take the built-in defaults (default, 100, 20, none, 2, 3600, 0.2, 1 MiB): each call '
 'states the whole definition. Existing jobs keep their values; an unchanged restatement writes nothing, '
 'a change leaves an audit_log row. Returns the stored row. A worker role declares only the job types and '
 'queues of its scope. Errors: job.invalid_type, job.invalid_queue, job.invalid_priority, '
-'job.invalid_max_attempts, job.invalid_timeout, job.invalid_backoff (RQ003); access.queue_denied, '
+'job.invalid_max_attempts, job.invalid_timeout, job.invalid_backoff, job.invalid_max_result_bytes (RQ003); '
+'access.queue_denied, '
 'access.job_type_denied (42501).';
 
 CREATE OR REPLACE FUNCTION pgrun.set_job_runtime_config(
@@ -168,12 +185,10 @@ AS $$
 DECLARE
     v_row pgrun.job_runtime_configs;
 BEGIN
-    IF set_job_runtime_config.job_type IS NULL
-        OR set_job_runtime_config.job_type !~ '^[a-z][a-z0-9_]*([.:-][a-z0-9_]+)*$'
-        OR length(set_job_runtime_config.job_type) > 128 THEN
+    IF set_job_runtime_config.job_type IS NULL OR NOT pgrun._valid_job_type(set_job_runtime_config.job_type) THEN
         RAISE EXCEPTION 'job.invalid_type' USING
             ERRCODE = 'RQ003',
-            DETAIL = format('job_type %L is not a valid job type', set_job_runtime_config.job_type),
+            DETAIL = format('job_type %s is not a valid job type', pgrun._shown(set_job_runtime_config.job_type)),
             HINT = 'Use at most 128 characters: lowercase letters, digits and _, in segments '
                 'joined by ".", ":" or "-", starting with a letter (e.g. email.send).';
     END IF;

@@ -6,8 +6,9 @@
 -- built-in default (queue 'default', priority 100 (0..32767, lower runs first),
 -- max_attempts 20, no timeout, backoff 2 s / 3600 s / 0.2). Unknown job types are fine.
 -- payload: a JSON object (NULL = {}) of at most 1 MiB (pg_column_size of the jsonb).
--- run_at (absolute; a past one is ready at once) and delay (0 s..100 years from
--- pgrun.now()) are exclusive; with neither the job is ready now.
+-- run_at (absolute; a past one is ready at once; finite and at most 100 years ahead) and
+-- delay (0 s..100 years from pgrun.now()) are exclusive; with neither the job is ready
+-- now. Both follow the time-argument rule (pgrun._time_ok, docs/errors.md).
 --
 -- Idempotency: a keyed job is unique per (job_type, organization_id, key). The snapshot
 -- in jobs.enqueue_request is the request as asked, normalized, not as resolved:
@@ -400,7 +401,8 @@ COMMENT ON FUNCTION pgrun.enqueue_job(
 ) IS
 'Enqueue one job. Arguments left out (or NULL) come from the job type''s definition, else the built-in '
 'defaults: queue default, priority 100 (0..32767, lower runs first), max_attempts 20, no timeout. '
-'payload: a JSON object up to 1 MiB (NULL = {}). run_at (absolute) or delay (0 s..100 years from now), '
+'payload: a JSON object up to 1 MiB (NULL = {}). run_at (absolute, finite, at most 100 years ahead) or '
+'delay (0 s..100 years from now), '
 'not both; neither = ready now. With idempotency_key the job is unique per (job_type, organization_id, '
 'key): an identical retry returns the existing job with created = false, a different request raises '
 'job.enqueue_conflicting_retry (RQ001); keyed calls need READ COMMITTED '

@@ -12,9 +12,11 @@
 --   * attempt >= max_attempts -> 'dead', dead letter reason 'attempts_exhausted', event 'dead'.
 --   * a cancel was requested -> 'cancelled' (no retry), event 'cancelled'.
 -- The attempt's outcome is 'timed_out' when error_code = 'timeout', 'crashed' when
--- error_code = 'crashed', 'cancelled' for a cancel request, else 'failed'. The error code
--- and message are stored on the attempt and the job (and the dead letter); a message over
--- 8192 characters or a code over 128 is truncated (ends in " [truncated]"), never rejected,
+-- error_code = 'crashed', 'cancelled' for a cancel request, else 'failed'. The message is
+-- stored once, on the event that ends the attempt (job_attempts reads it); the job keeps
+-- the error code and error_attempt, the attempt it came from, and a dead letter names its
+-- attempt (get_job and list_jobs read the message through them). A message over 4000
+-- characters or a code over 128 is truncated (ends in " [truncated]"), never rejected,
 -- so a failure report always lands. retryable NULL counts as true. The lease is cleared;
 -- worker_id stays (the worker that ran the attempt, until the next claim).
 --
@@ -29,7 +31,8 @@
 -- called only when the batch holds such a job.
 --
 -- Errors: job.lease_lost (RQ004, fail_job only); job.invalid_argument (NULL job_id or
--- lease_token), job.invalid_batch, job.invalid_delay (negative retry_delay) (RQ003).
+-- lease_token), job.invalid_batch, job.invalid_delay (a retry_delay outside 0 s..100 years,
+-- the time-argument rule of pgrun._check_time) (RQ003).
 
 CREATE OR REPLACE FUNCTION pgrun.fail_jobs(
     job_ids uuid[],
@@ -70,18 +73,16 @@ BEGIN
             cardinality(fail_jobs.retryable), cardinality(fail_jobs.retry_delays)
         ]
     );
-    IF EXISTS (SELECT FROM unnest(fail_jobs.retry_delays) AS d (delay) WHERE d.delay < interval '0') THEN
-        RAISE EXCEPTION 'job.invalid_delay' USING
-            ERRCODE = 'RQ003',
-            DETAIL = 'a retry_delay is negative',
-            HINT = 'Pass a retry_delay >= 0, or NULL for the job''s backoff policy.';
-    END IF;
+    -- the time-argument rule, element by element (no element when retry_delays is NULL)
+    PERFORM pgrun._check_time('job.invalid_delay', 'retry_delay', d.delay)
+    FROM unnest(fail_jobs.retry_delays) AS d (delay)
+    WHERE d.delay IS NOT NULL;
 
     WITH input AS (
         SELECT
             i.id, i.token, i.ord,
             pgrun._clip(i.error_code, 128) AS error_code,
-            pgrun._clip(i.message, 8192) AS message,
+            pgrun._clip(i.message, 4000) AS message,
             coalesce(i.retryable, true) AS retryable,
             i.retry_delay
         FROM unnest(
@@ -126,7 +127,7 @@ BEGIN
         SET status = d.new_status,
             run_at = CASE WHEN d.new_status = 'queued' THEN d.retry_at ELSE j.run_at END,
             error_code = d.error_code,
-            error_message = d.message,
+            error_attempt = d.total_attempts,
             lease_token = NULL,
             lease_expires_at = NULL,
             finished_at = CASE WHEN d.new_status = 'queued' THEN NULL ELSE v_now END,
@@ -170,9 +171,9 @@ BEGIN
 
     letters AS (
         INSERT INTO pgrun.job_dead_letters (
-            job_id, job_type, queue, attempt, error_code, error_message, reason, died_at
+            job_id, job_type, queue, attempt, error_code, reason, died_at
         )
-        SELECT d.id, d.job_type, d.queue, d.total_attempts, d.error_code, d.message, d.dead_reason, v_now
+        SELECT d.id, d.job_type, d.queue, d.total_attempts, d.error_code, d.dead_reason, v_now
         FROM decided AS d
         WHERE d.new_status = 'dead'
     )
@@ -222,10 +223,10 @@ COMMENT ON FUNCTION pgrun.fail_jobs(uuid[], uuid[], text[], text[], boolean[], i
 'd = least(backoff_max_seconds, backoff_base_seconds * 2^(attempt-1)), jittered within '
 'd * (1 +/- backoff_jitter)), or dies (not retryable, or attempt >= max_attempts: status dead plus a '
 'job_dead_letters row), or ends cancelled when a cancel was requested. Attempt outcome: timed_out for '
-'error code timeout, crashed for crashed, else failed. Messages over 8192 characters and codes over 128 '
+'error code timeout, crashed for crashed, else failed. Messages over 4000 characters and codes over 128 '
 'are truncated, never rejected. Returns one row per input job in input order: outcome retry_scheduled, '
 'dead, cancelled or lease_lost (with lost_reason; nothing written for that job), and run_at for a retry. '
-'Errors: job.invalid_batch, job.invalid_delay (RQ003).';
+'retry_delays: 0 s..100 years each. Errors: job.invalid_batch, job.invalid_delay (RQ003).';
 
 CREATE OR REPLACE FUNCTION pgrun.fail_job(
     job_id uuid,
@@ -273,6 +274,7 @@ COMMENT ON FUNCTION pgrun.fail_job(uuid, uuid, text, text, boolean, interval) IS
 'd * (1 +/- backoff_jitter). Not retryable, or attempt >= max_attempts: it is dead at once, with a '
 'job_dead_letters row (reason non_retryable or attempts_exhausted). A pending cancel request makes it '
 'cancelled instead. The attempt ends timed_out (error_code timeout), crashed (error_code crashed) or '
-'failed. A message over 8192 characters (code over 128) is truncated, never rejected. Returns outcome '
+'failed. A message over 4000 characters (code over 128) is truncated, never rejected. retry_delay: '
+'0 s..100 years. Returns outcome '
 '(retry_scheduled, dead or cancelled) and run_at of the retry. '
 'Errors: job.lease_lost (RQ004; nothing is written), job.invalid_argument, job.invalid_delay (RQ003).';

@@ -14,11 +14,15 @@
 -- report_progress(job_id, lease_token, progress) stores the handler's progress (a JSON
 -- object of at most 64 KiB) and returns whether a cancel was requested.
 -- append_job_log(job_id, lease_token, message, level, fields) adds a log line to the
--- current attempt and returns its id; messages over 8192 characters are truncated.
+-- current attempt and returns its id; messages over 8192 characters are truncated. An
+-- attempt keeps its first 1,000 lines: later ones are not stored but counted
+-- (job_log_counts; get_job shows each attempt's log_lines and log_lines_dropped), and the
+-- call returns NULL for them.
 --
 -- Locks: heartbeat_jobs locks the batch's job rows in id order (FOR UPDATE) before updating
 -- them; report_progress updates its one job row; append_job_log holds its job row in
--- FOR SHARE while it inserts, so it cannot interleave with a transition of that job.
+-- FOR SHARE while it counts and inserts, so it cannot interleave with a transition of that
+-- job, then the attempt's job_log_counts row (concurrent lines of one attempt queue there).
 --
 -- Errors: job.lease_lost (RQ004; report_progress and append_job_log, with a DETAIL saying
 -- which check failed; nothing is written); job.invalid_worker_id,
@@ -176,9 +180,12 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
+    c_max_lines CONSTANT integer := 1000;
     v_now timestamptz := pgrun.now();
     v_level text := coalesce(append_job_log.level, 'info');
     v_log_id bigint;
+    v_attempt integer;
+    v_keep boolean;
 BEGIN
     IF append_job_log.job_id IS NULL OR append_job_log.lease_token IS NULL OR append_job_log.message IS NULL THEN
         RAISE EXCEPTION 'job.invalid_argument' USING
@@ -193,7 +200,7 @@ BEGIN
             ERRCODE = 'RQ003',
             DETAIL = CASE
                 WHEN v_level NOT IN ('debug', 'info', 'warning', 'error')
-                    THEN format('level %L is not one of debug, info, warning, error', v_level)
+                    THEN format('level %s is not one of debug, info, warning, error', pgrun._shown(v_level))
                 WHEN jsonb_typeof(append_job_log.fields) <> 'object'
                     THEN 'fields is a JSON ' || jsonb_typeof(append_job_log.fields) || ', not an object'
                 ELSE format('fields is %s bytes (at most 65536)', octet_length(append_job_log.fields::text))
@@ -202,18 +209,33 @@ BEGIN
                 'object of at most 64 KiB.';
     END IF;
 
-    INSERT INTO pgrun.job_logs (job_id, attempt, level, message, fields, created_at)
-    SELECT j.id, j.total_attempts, v_level, pgrun._clip(append_job_log.message, 8192), append_job_log.fields, v_now
+    -- Count the line for its attempt, under the job row's share lock: the first c_max_lines
+    -- of an attempt are stored, later ones only counted (dropped stays 0 until the cap).
+    INSERT INTO pgrun.job_log_counts AS c (job_id, attempt, stored, dropped)
+    SELECT j.id, j.total_attempts, 1, 0
     FROM pgrun.jobs AS j
     WHERE j.id = append_job_log.job_id
       AND j.lease_token = append_job_log.lease_token
       AND j.lease_expires_at > v_now
     FOR SHARE OF j
-    RETURNING job_logs.id INTO v_log_id;
+    ON CONFLICT ON CONSTRAINT job_log_counts_pkey DO UPDATE
+        SET stored = c.stored + CASE WHEN c.stored < c_max_lines THEN 1 ELSE 0 END,
+            dropped = c.dropped + CASE WHEN c.stored < c_max_lines THEN 0 ELSE 1 END
+    RETURNING c.attempt, c.dropped = 0 INTO v_attempt, v_keep;
 
     IF NOT FOUND THEN
         PERFORM pgrun._raise_lease_lost(append_job_log.job_id, append_job_log.lease_token);
     END IF;
+    IF NOT v_keep THEN
+        RETURN NULL;
+    END IF;
+
+    INSERT INTO pgrun.job_logs (job_id, attempt, level, message, fields, created_at)
+    VALUES (
+        append_job_log.job_id, v_attempt, v_level, pgrun._clip(append_job_log.message, 8192),
+        append_job_log.fields, v_now
+    )
+    RETURNING job_logs.id INTO v_log_id;
     RETURN v_log_id;
 END;
 $$;
@@ -221,6 +243,7 @@ $$;
 COMMENT ON FUNCTION pgrun.append_job_log(uuid, uuid, text, text, jsonb) IS
 'Append a log line to the running job''s current attempt, under its lease. level is debug, info '
 '(default, also for NULL), warning or error; fields is NULL or a JSON object (at most 64 KiB); a message '
-'over 8192 characters is truncated (it ends in " [truncated]"), never rejected. Returns the log line''s '
-'id. Writes no job_events row. '
+'over 8192 characters is truncated (it ends in " [truncated]"), never rejected. An attempt keeps its '
+'first 1000 lines; later ones are counted (get_job: log_lines_dropped per attempt), not stored, and '
+'return NULL. Returns the log line''s id. Writes no job_events row. '
 'Errors: job.lease_lost (RQ004; nothing is written), job.invalid_argument, job.invalid_log_entry (RQ003).';

@@ -2,8 +2,11 @@
 -- the snapshot.
 --
 -- get_job(job_id, organization_id) returns the job as one jsonb object: every column of
--- jobs except lease_token, plus "attempts" (job_attempts rows, by attempt, without
--- their lease_token) and "dead_letters" (job_dead_letters rows, oldest first). The
+-- jobs except lease_token, plus "error_message", "attempts" (job_attempts rows, by
+-- attempt, without their lease_token, each with log_lines and log_lines_dropped from
+-- job_log_counts) and "dead_letters" (job_dead_letters rows, oldest first, each with its
+-- error_message). An error message is stored once, on the event that ended its attempt;
+-- the job (error_attempt) and each dead letter (attempt) point at it. The
 -- lease token is the worker's only credential for writing to the job, so inspection
 -- never hands it out.
 --
@@ -38,16 +41,28 @@ BEGIN
     SELECT
         (to_jsonb(j) - 'lease_token')
         || jsonb_build_object(
+            'error_message', pgrun._attempt_error_message(j.id, j.error_attempt),
             'attempts',
             coalesce(
-                (SELECT jsonb_agg(to_jsonb(a) - 'job_id' - 'lease_token' ORDER BY a.attempt)
+                (SELECT jsonb_agg(
+                    to_jsonb(a) - 'job_id' - 'lease_token'
+                    || jsonb_build_object(
+                        'log_lines', coalesce(c.stored, 0), 'log_lines_dropped', coalesce(c.dropped, 0)
+                    )
+                    ORDER BY a.attempt
+                 )
                  FROM pgrun.job_attempts AS a
+                 LEFT JOIN pgrun.job_log_counts AS c ON c.job_id = a.job_id AND c.attempt = a.attempt
                  WHERE a.job_id = j.id),
                 '[]'::jsonb
             ),
             'dead_letters',
             coalesce(
-                (SELECT jsonb_agg(to_jsonb(d) - 'job_id' ORDER BY d.id)
+                (SELECT jsonb_agg(
+                    to_jsonb(d) - 'job_id'
+                    || jsonb_build_object('error_message', pgrun._attempt_error_message(d.job_id, d.attempt))
+                    ORDER BY d.id
+                 )
                  FROM pgrun.job_dead_letters AS d
                  WHERE d.job_id = j.id),
                 '[]'::jsonb
@@ -66,10 +81,32 @@ END;
 $$;
 
 COMMENT ON FUNCTION pgrun.get_job(uuid, uuid) IS
-'One job as jsonb: all its columns (lease_token omitted), plus "attempts" (one object per claim, in '
-'order) and "dead_letters" (oldest first). Only jobs of the organizations the caller acts for are '
+'One job as jsonb: all its columns (lease_token omitted) with error_message, plus "attempts" (one '
+'object per claim, in order, with log_lines kept and log_lines_dropped over the 1000-line cap) and '
+'"dead_letters" (oldest first). Only jobs of the organizations the caller acts for are '
 'visible (organization_id names one). Errors: job.not_found (RQ002) when there is no such job or the caller '
 'may not see it.';
+
+-- The error message of one attempt of a job: it is stored once, on the event that ended
+-- the attempt; jobs.error_attempt and job_dead_letters.attempt point at it. NULL for a NULL
+-- attempt. A probe of the job's events (primary key (job_id, id)).
+CREATE OR REPLACE FUNCTION pgrun._attempt_error_message(p_job_id uuid, p_attempt integer)
+RETURNS text
+LANGUAGE sql
+STABLE
+AS $$
+    SELECT e.error_message
+    FROM pgrun.job_events AS e
+    WHERE e.job_id OPERATOR(pg_catalog.=) p_job_id
+      AND e.attempt OPERATOR(pg_catalog.=) p_attempt
+      AND e.outcome IS NOT NULL
+    LIMIT 1
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._attempt_error_message(uuid, integer) FROM public;
+
+COMMENT ON FUNCTION pgrun._attempt_error_message(uuid, integer) IS
+'Private: the error message of a job''s attempt, from the event that ended it (the one place it is stored).';
 
 -- The query behind list_jobs; plpgsql only so that each filter combination gets its
 -- own plan (dynamic SQL) instead of a generic one full of "param IS NULL OR ...".
@@ -95,7 +132,7 @@ BEGIN
         AND p_status NOT IN ('queued', 'running', 'succeeded', 'dead', 'cancelled') THEN
         RAISE EXCEPTION 'job.invalid_status' USING
             ERRCODE = 'RQ003',
-            DETAIL = format('status %L is not a job status', p_status),
+            DETAIL = format('status %s is not a job status', pgrun._shown(p_status)),
             HINT = 'Use one of queued, running, succeeded, dead, cancelled, or NULL for all.';
     END IF;
     IF v_limit NOT BETWEEN 1 AND 1000 THEN
@@ -194,7 +231,8 @@ AS $$
     SELECT
         j.id, j.job_type, j.queue, j.priority, j.status, j.run_at, j.attempt, j.total_attempts,
         j.max_attempts, j.timeout_seconds, j.worker_id, j.lease_expires_at, j.heartbeat_at,
-        j.cancel_requested_at, j.cancel_reason, j.step, j.error_code, j.error_message,
+        j.cancel_requested_at, j.cancel_reason, j.step, j.error_code,
+        pgrun._attempt_error_message(j.id, j.error_attempt),
         j.organization_id, j.idempotency_key, j.workflow_run_id, j.workflow_step_key, j.schedule_id,
         j.created_at, j.updated_at, j.started_at, j.finished_at
     FROM pgrun._list_jobs(

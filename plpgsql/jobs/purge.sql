@@ -2,8 +2,8 @@
 --
 -- Jobs with status succeeded, dead or cancelled whose finished_at is older than
 -- pgrun.now() - older_than are deleted, oldest first, at most max_jobs per call, together
--- with their job_events (the finished attempts among them), job_logs and job_dead_letters
--- rows (the history tables carry no foreign keys, so this function is what keeps them
+-- with their job_events (the finished attempts among them), job_logs, job_log_counts and
+-- job_dead_letters rows (the history tables carry no foreign keys, so this function is what keeps them
 -- consistent). Queued and running jobs are never touched, however old. With
 -- organization_id given, only that organization's jobs are purged. Admins only (the role
 -- matrix); each call that deleted something leaves an audit_log row 'jobs.purged' with the
@@ -15,8 +15,8 @@
 -- this instant is skipped, never waited for), then their history rows by job id.
 -- Candidates come from jobs_finished_idx in finished_at order.
 --
--- Errors: job.invalid_older_than (NULL or negative), job.invalid_max_jobs (outside
--- 1..100000) (RQ003).
+-- Errors: job.invalid_older_than (NULL, or outside 0 s..100 years: the time-argument rule
+-- of pgrun._check_time), job.invalid_max_jobs (outside 1..100000) (RQ003).
 
 CREATE OR REPLACE FUNCTION pgrun.purge_finished_jobs(
     older_than interval,
@@ -42,14 +42,13 @@ DECLARE
     v_purged bigint;
     v_history jsonb;
 BEGIN
-    IF purge_finished_jobs.older_than IS NULL OR purge_finished_jobs.older_than < interval '0' THEN
+    IF purge_finished_jobs.older_than IS NULL THEN
         RAISE EXCEPTION 'job.invalid_older_than' USING
             ERRCODE = 'RQ003',
-            DETAIL = format(
-                'older_than %s is NULL or negative', coalesce(purge_finished_jobs.older_than::text, 'NULL')
-            ),
+            DETAIL = 'older_than is NULL',
             HINT = 'Pass the retention period, e.g. interval ''7 days''.';
     END IF;
+    PERFORM pgrun._check_time('job.invalid_older_than', 'older_than', purge_finished_jobs.older_than);
     IF purge_finished_jobs.max_jobs IS NULL OR purge_finished_jobs.max_jobs NOT BETWEEN 1 AND 100000 THEN
         RAISE EXCEPTION 'job.invalid_max_jobs' USING
             ERRCODE = 'RQ003',
@@ -91,6 +90,12 @@ BEGIN
         USING doomed AS d
         WHERE l.job_id = d.id
         RETURNING 1
+    ),
+
+    log_counts AS (
+        DELETE FROM pgrun.job_log_counts AS c
+        USING doomed AS d
+        WHERE c.job_id = d.id
     ),
 
     letters AS (
@@ -136,5 +141,5 @@ COMMENT ON FUNCTION pgrun.purge_finished_jobs(interval, integer, uuid) IS
 'letters. Queued and running jobs are never deleted. Admins only; a call that deleted something records '
 'who deleted what in audit_log (jobs.purged). With organization_id, only that organization''s '
 'jobs. Jobs locked by a concurrent write are skipped. Returns how many jobs were deleted; call again '
-'while it returns max_jobs. '
+'while it returns max_jobs. older_than: 0 s..100 years. '
 'Errors: job.invalid_older_than, job.invalid_max_jobs (RQ003).';

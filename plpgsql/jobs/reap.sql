@@ -19,8 +19,11 @@
 -- jobs_lease_idx in expiry order, so the cost follows the number of expired leases, not the
 -- size of the table.
 --
--- Errors: job.invalid_max_jobs (outside 1..10000), job.invalid_delay (negative
--- retry_delay) (RQ003).
+-- The attempt's message ('the lease of worker ... expired at ...') is stored once, on its
+-- event; the job points at that attempt (error_attempt) unless it ends cancelled.
+--
+-- Errors: job.invalid_max_jobs (outside 1..10000), job.invalid_delay (retry_delay outside
+-- 0 s..100 years, the time-argument rule of pgrun._check_time) (RQ003).
 
 CREATE OR REPLACE FUNCTION pgrun.reap_expired_leases(
     max_jobs integer DEFAULT 1000,
@@ -55,12 +58,7 @@ BEGIN
             ),
             HINT = 'Reap in bounded batches and call again while a batch comes back full.';
     END IF;
-    IF reap_expired_leases.retry_delay < interval '0' THEN
-        RAISE EXCEPTION 'job.invalid_delay' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('retry_delay %s is negative', reap_expired_leases.retry_delay),
-            HINT = 'Pass a retry_delay >= 0, or NULL for each job''s backoff policy.';
-    END IF;
+    PERFORM pgrun._check_time('job.invalid_delay', 'retry_delay', reap_expired_leases.retry_delay);
 
     -- Jobs of schedules that forbid stale re-entry die instead of retrying (plpgsql/schedules/_reap.sql).
     PERFORM pgrun._schedule_forbid_reentry(v_now, reap_expired_leases.max_jobs);
@@ -108,7 +106,7 @@ BEGIN
         SET status = d.new_status,
             run_at = CASE WHEN d.new_status = 'queued' THEN d.retry_at ELSE j.run_at END,
             error_code = CASE WHEN d.new_status = 'cancelled' THEN j.error_code ELSE 'lease_expired' END,
-            error_message = CASE WHEN d.new_status = 'cancelled' THEN j.error_message ELSE d.message END,
+            error_attempt = CASE WHEN d.new_status = 'cancelled' THEN j.error_attempt ELSE d.total_attempts END,
             lease_token = NULL,
             lease_expires_at = NULL,
             finished_at = CASE WHEN d.new_status = 'queued' THEN NULL ELSE v_now END,
@@ -147,9 +145,9 @@ BEGIN
 
     letters AS (
         INSERT INTO pgrun.job_dead_letters (
-            job_id, job_type, queue, attempt, error_code, error_message, reason, died_at
+            job_id, job_type, queue, attempt, error_code, reason, died_at
         )
-        SELECT d.id, d.job_type, d.queue, d.total_attempts, 'lease_expired', d.message, d.dead_reason, v_now
+        SELECT d.id, d.job_type, d.queue, d.total_attempts, 'lease_expired', d.dead_reason, v_now
         FROM decided AS d
         WHERE d.new_status = 'dead'
     )
@@ -185,5 +183,5 @@ COMMENT ON FUNCTION pgrun.reap_expired_leases(integer, interval) IS
 '(or retry_delay when given; event lease_expired); with none left it is dead with a job_dead_letters '
 'row, reason lease_expired (event dead); a job with a pending cancel request ends cancelled. Returns one '
 'row per reaped job: outcome lease_expired (retried), dead or cancelled, and run_at for a retry. Call '
-'again while it returns max_jobs rows. '
+'again while it returns max_jobs rows. retry_delay: 0 s..100 years. '
 'Errors: job.invalid_max_jobs, job.invalid_delay (RQ003).';

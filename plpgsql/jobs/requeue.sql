@@ -12,7 +12,8 @@
 -- Locks: the one job row (FOR UPDATE), then its dead letter rows.
 --
 -- Errors: job.not_found (RQ002), job.not_requeueable (RQ001), job.invalid_argument (RQ003,
--- NULL job_id).
+-- NULL job_id), job.invalid_schedule (RQ003: run_at not finite, or more than 100 years
+-- ahead: the time-argument rule of pgrun._check_time, as for enqueue_job).
 
 CREATE OR REPLACE FUNCTION pgrun.requeue_job(
     job_id uuid,
@@ -37,6 +38,7 @@ BEGIN
             DETAIL = 'job_id must not be NULL',
             HINT = 'Pass the id of the dead or cancelled job to requeue.';
     END IF;
+    PERFORM pgrun._check_time('job.invalid_schedule', 'run_at', requeue_job.run_at);
 
     SELECT c.all_organizations, c.organization_ids, c.untenanted INTO v_scope
     FROM pgrun._caller_scope(requeue_job.organization_id) AS c;
@@ -92,6 +94,6 @@ COMMENT ON FUNCTION pgrun.requeue_job(uuid, uuid, timestamptz) IS
 'Put a dead or cancelled job back in the queue at run_at (NULL = now) with a fresh attempt budget '
 '(total_attempts keeps counting); its dead letters get requeued_at stamped and one requeued event is '
 'written (actor: the login role). Only jobs of the organizations the caller acts for are visible '
-'(organization_id names one). Returns the run_at. '
+'(organization_id names one). run_at: a finite time at most 100 years ahead. Returns the run_at. '
 'Errors: job.not_found (RQ002; also another organization''s job), job.not_requeueable (RQ001: queued, '
-'running or succeeded), job.invalid_argument (RQ003).';
+'running or succeeded), job.invalid_argument, job.invalid_schedule (RQ003).';

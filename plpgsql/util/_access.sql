@@ -253,7 +253,8 @@ BEGIN
             RAISE EXCEPTION 'access.queue_denied' USING
                 ERRCODE = '42501',
                 DETAIL = format('role %s may not use queues %s (its scope: %s)', session_user,
-                    left(array_to_string(v_denied, ', ', 'NULL'), 500), array_to_string(v_access.queues, ', ')),
+                    pgrun._shown(array_to_string(v_denied, ', ', 'NULL')),
+                    pgrun._shown(array_to_string(v_access.queues, ', '))),
                 HINT = 'Pass queues within the role''s scope, or NULL for all of them; an admin changes the '
                     'scope with pgrun.set_role_access.';
         END IF;
@@ -267,7 +268,8 @@ BEGIN
             RAISE EXCEPTION 'access.job_type_denied' USING
                 ERRCODE = '42501',
                 DETAIL = format('role %s may not use job types %s (its scope: %s)', session_user,
-                    left(array_to_string(v_denied, ', ', 'NULL'), 500), array_to_string(v_access.job_types, ', ')),
+                    pgrun._shown(array_to_string(v_denied, ', ', 'NULL')),
+                    pgrun._shown(array_to_string(v_access.job_types, ', '))),
                 HINT = 'Pass job types within the role''s scope, or NULL for all of them; an admin changes the '
                     'scope with pgrun.set_role_access.';
         END IF;

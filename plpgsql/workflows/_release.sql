@@ -10,7 +10,13 @@
 --   become released with their job_id; then pgrun._notify_queues wakes each queue once.
 --   The job's payload is the step's payload plus one key, "dependencies": an object
 --   with one member per prerequisite, keyed by its step key, {"status": <its status>,
---   "output": <its output or null>} (docs/workflows.md). A root step gets {}.
+--   "output": <its output or null>} (docs/workflows.md). A root step gets {}. A payload
+--   so built that is over 1 MiB (pg_column_size, enqueue's limit for any job) creates no
+--   job: the step fails at once with error_code 'workflow.payload_too_large' (no job_id),
+--   its edges resolve like any failed step's (on_success dependents are skipped,
+--   on_terminal ones released). Returns the run of each step it so closed (the failed
+--   ones and those skipped behind them), for the caller to settle with the rest: a release
+--   never settles runs itself, since a caller may not have counted the steps yet (append).
 -- * _workflow_resolve(run_ids, step_keys): the given steps have just become terminal.
 --   Each of their unresolved outgoing edges resolves: the dependent's
 --   dependency_count_pending goes down by one per edge in a row-locked UPDATE ...
@@ -34,15 +40,18 @@
 -- Errors: workflow.release_conflict (RQ001, from the hook's lock wait).
 
 CREATE OR REPLACE FUNCTION pgrun._workflow_release_steps(p_run_ids uuid[], p_step_keys text[])
-RETURNS void
+RETURNS uuid[]
 LANGUAGE plpgsql
 VOLATILE
 AS $$
 DECLARE
+    c_max_payload_bytes CONSTANT integer := 1048576;  -- enqueue's limit (jobs/_enqueue.sql)
     v_now timestamptz := pgrun.now();
     v_job_runs uuid[];
     v_job_keys text[];
     v_queues text[];
+    v_failed_runs uuid[];
+    v_failed_keys text[];
 BEGIN
     -- Lock the candidates in key order; external ones start waiting, job ones are collected.
     WITH candidates AS (
@@ -72,7 +81,7 @@ BEGIN
     WHERE c.kind = 'job';
 
     IF v_job_runs IS NULL THEN
-        RETURN;
+        RETURN '{}'::uuid[];
     END IF;
 
     WITH src AS (
@@ -102,6 +111,24 @@ BEGIN
         JOIN pgrun.workflow_runs AS r ON r.id = k.run_id
     ),
 
+    sized AS (
+        SELECT q.*, pg_column_size(q.payload) <= c_max_payload_bytes AS fits
+        FROM src AS q
+    ),
+
+    -- A payload over the limit creates no job: the step fails with the code instead.
+    too_large AS (
+        UPDATE pgrun.workflow_steps AS s
+        SET status = 'failed',
+            error_code = 'workflow.payload_too_large',
+            released_at = v_now,
+            finished_at = v_now,
+            updated_at = v_now
+        FROM sized AS q
+        WHERE NOT q.fits AND s.run_id = q.run_id AND s.step_key = q.step_key
+        RETURNING s.run_id, s.step_key
+    ),
+
     ins AS (
         INSERT INTO pgrun.jobs AS j (
             id, job_type, queue, priority, status, payload, run_at, max_attempts, timeout_seconds,
@@ -126,8 +153,9 @@ BEGIN
             q.step_key,
             v_now,
             v_now
-        FROM src AS q
+        FROM sized AS q
         LEFT JOIN pgrun.job_definitions AS d ON d.job_type = q.job_type
+        WHERE q.fits
         ORDER BY q.id
         RETURNING j.id, j.queue, j.workflow_run_id, j.workflow_step_key
     ),
@@ -151,16 +179,31 @@ BEGIN
         WHERE s.run_id = i.workflow_run_id AND s.step_key = i.workflow_step_key
     )
 
-    SELECT array_agg(DISTINCT i.queue) INTO v_queues FROM ins AS i;
+    SELECT
+        (SELECT array_agg(DISTINCT i.queue) FROM ins AS i),
+        (SELECT array_agg(t.run_id ORDER BY t.run_id, t.step_key) FROM too_large AS t),
+        (SELECT array_agg(t.step_key ORDER BY t.run_id, t.step_key) FROM too_large AS t)
+    INTO v_queues, v_failed_runs, v_failed_keys;
 
-    PERFORM pgrun._notify_queues(v_queues);
+    IF v_queues IS NOT NULL THEN
+        PERFORM pgrun._notify_queues(v_queues);
+    END IF;
+
+    -- Steps that failed here are terminal: resolve their edges (dependents released or
+    -- skipped). The caller closes them, and every step that skipped, in their runs' counts.
+    IF v_failed_runs IS NULL THEN
+        RETURN '{}'::uuid[];
+    END IF;
+    RETURN v_failed_runs || pgrun._workflow_resolve(v_failed_runs, v_failed_keys);
 END;
 $$;
 
 REVOKE EXECUTE ON FUNCTION pgrun._workflow_release_steps(uuid[], text[]) FROM public;
 
 COMMENT ON FUNCTION pgrun._workflow_release_steps(uuid[], text[]) IS
-'Private: release the given blocked steps whose counters are zero (jobs created set-based, externals waiting).';
+'Private: release the given blocked steps whose counters are zero (jobs created set-based, externals waiting). '
+'Returns the run of each step it closed (failed for a payload over 1 MiB, or skipped behind one): the '
+'caller settles them.';
 
 CREATE OR REPLACE FUNCTION pgrun._workflow_resolve(p_run_ids uuid[], p_step_keys text[])
 RETURNS uuid[]
@@ -226,7 +269,8 @@ BEGIN
         FROM counted AS c;
 
         IF v_release_runs IS NOT NULL THEN
-            PERFORM pgrun._workflow_release_steps(v_release_runs, v_release_keys);
+            -- steps the release closed (a payload over the limit) count as closed here too
+            v_skipped := v_skipped || pgrun._workflow_release_steps(v_release_runs, v_release_keys);
         END IF;
         v_skipped := v_skipped || coalesce(v_runs, '{}'::uuid[]);
     END LOOP;
@@ -237,7 +281,8 @@ $$;
 REVOKE EXECUTE ON FUNCTION pgrun._workflow_resolve(uuid[], text[]) FROM public;
 
 COMMENT ON FUNCTION pgrun._workflow_resolve(uuid[], text[]) IS
-'Private: resolve the outgoing edges of steps that just became terminal; skip, cascade, release. Returns the run of each skipped step.';
+'Private: resolve the outgoing edges of steps that just became terminal; skip, cascade, release. Returns the '
+'run of each step it closed (skipped, or failed at release).';
 
 CREATE OR REPLACE FUNCTION pgrun._workflow_settle_runs(p_run_ids uuid[], p_deltas integer[])
 RETURNS void

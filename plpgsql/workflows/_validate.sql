@@ -110,8 +110,7 @@ BEGIN
                     THEN 'workflow.missing_job_type'
                 -- the job_definitions / jobs CHECK constraints say the same
                 WHEN jsonb_typeof(e.step -> 'job_type') <> 'string'
-                    OR e.step ->> 'job_type' !~ '^[a-z][a-z0-9_]*([.:-][a-z0-9_]+)*$'
-                    OR length(e.step ->> 'job_type') > 128
+                    OR NOT pgrun._valid_job_type(e.step ->> 'job_type')
                     THEN 'workflow.invalid_step'
                 WHEN coalesce(jsonb_typeof(e.step -> 'payload'), 'null') NOT IN ('null', 'object')
                     THEN 'workflow.invalid_step'
@@ -120,8 +119,7 @@ BEGIN
                 WHEN e.step -> 'payload' ? 'dependencies'
                     THEN 'workflow.reserved_payload_key'
                 WHEN coalesce(jsonb_typeof(e.step -> 'queue'), 'null') NOT IN ('null', 'string')
-                    OR e.step ->> 'queue' !~ '^[a-z][a-z0-9_.:-]*$'
-                    OR length(e.step ->> 'queue') > 64
+                    OR NOT pgrun._valid_queue(e.step ->> 'queue')
                     THEN 'workflow.invalid_step'
                 WHEN coalesce(jsonb_typeof(e.step -> 'priority'), 'null') NOT IN ('null', 'number')
                     OR NOT coalesce(
@@ -270,10 +268,11 @@ BEGIN
                 left(v_dep::text, 200)
             )
             WHEN 'workflow.invalid_release_mode' THEN format(
-                'release_mode %s of its dependency on %s', v_dep -> 'release_mode', v_dep_key
+                'release_mode %s of its dependency on %s', left((v_dep -> 'release_mode')::text, 200),
+                pgrun._clip(v_dep_key, 200)
             )
             WHEN 'workflow.self_dependency' THEN 'it depends on itself'
-            ELSE format('it depends on %L, which is not a step of the %s', v_dep_key,
+            ELSE format('it depends on %s, which is not a step of the %s', pgrun._shown(v_dep_key),
                 CASE WHEN cardinality(v_existing) > 0 THEN 'run or of this append' ELSE 'workflow' END)
         END;
         v_hint := CASE v_code
@@ -328,7 +327,8 @@ BEGIN
     )
 
     SELECT
-        (SELECT format('step %s lists its dependency on %s more than once', u.key, u.dep_key) FROM dup AS u),
+        (SELECT format('step %s lists its dependency on %s more than once', u.key, pgrun._clip(u.dep_key, 200))
+         FROM dup AS u),
         jsonb_agg(
             jsonb_build_object(
                 'key', s.key,

@@ -27,29 +27,29 @@ DECLARE
     v_hint text;
 BEGIN
     v_key := CASE WHEN jsonb_typeof(p_step -> 'key') = 'string' THEN p_step ->> 'key' END;
-    v_detail := format('step %s%s: ', p_ord, CASE WHEN v_key IS NULL THEN '' ELSE format(' (%s)', v_key) END);
+    v_detail := format('step %s%s: ', p_ord, CASE WHEN v_key IS NULL THEN '' ELSE format(' (%s)', pgrun._clip(v_key, 200)) END);
     CASE p_code
         WHEN 'workflow.invalid_step' THEN
             v_detail := v_detail || CASE
                 WHEN jsonb_typeof(p_step) <> 'object' THEN format('is a JSON %s, not an object', jsonb_typeof(p_step))
                 WHEN p_step - p_step_fields <> '{}'::jsonb THEN format(
                     'unknown fields %s',
-                    (SELECT string_agg(k.key, ', ' ORDER BY k.key)
+                    pgrun._clip((SELECT string_agg(k.key, ', ' ORDER BY k.key)
                      FROM jsonb_object_keys(p_step) AS k (key)
-                     WHERE k.key <> ALL (p_step_fields))
+                     WHERE k.key <> ALL (p_step_fields)), 200)
                 )
                 WHEN coalesce(p_step ->> 'kind', 'job') NOT IN ('job', 'external')
                     OR jsonb_typeof(p_step -> 'kind') NOT IN ('null', 'string')
-                    THEN format('kind %s is neither "job" nor "external"', p_step -> 'kind')
+                    THEN format('kind %s is neither "job" nor "external"', left((p_step -> 'kind')::text, 200))
                 ELSE format(
                     'job template out of range: job_type %s, payload type %s, queue %s, priority %s, '
                     'max_attempts %s, timeout_seconds %s',
-                    coalesce(p_step -> 'job_type', 'null'::jsonb),
+                    left(coalesce(p_step -> 'job_type', 'null'::jsonb)::text, 200),
                     coalesce(jsonb_typeof(p_step -> 'payload'), 'absent'),
-                    coalesce(p_step -> 'queue', 'null'::jsonb),
-                    coalesce(p_step -> 'priority', 'null'::jsonb),
-                    coalesce(p_step -> 'max_attempts', 'null'::jsonb),
-                    coalesce(p_step -> 'timeout_seconds', 'null'::jsonb)
+                    left(coalesce(p_step -> 'queue', 'null'::jsonb)::text, 200),
+                    left(coalesce(p_step -> 'priority', 'null'::jsonb)::text, 200),
+                    left(coalesce(p_step -> 'max_attempts', 'null'::jsonb)::text, 200),
+                    left(coalesce(p_step -> 'timeout_seconds', 'null'::jsonb)::text, 200)
                 )
             END;
             v_hint := 'A step has key, kind ("job" or "external"), depends_on and, for a job step, '

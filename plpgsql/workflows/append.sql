@@ -55,6 +55,7 @@ DECLARE
     v_roots text[];
     v_finished text[];
     v_skipped uuid[] := '{}'::uuid[];
+    v_closed uuid[] := '{}'::uuid[];
     v_org uuid;
 BEGIN
     IF append_workflow_steps.run_id IS NULL
@@ -133,8 +134,8 @@ BEGIN
             HINT = 'Step keys are unique within a run.';
     END IF;
 
-    SELECT format('step %s: it depends on %L, which is not a step of the run or of this append',
-        x.key, x.dep_key)
+    SELECT format('step %s: it depends on %s, which is not a step of the run or of this append',
+        x.key, pgrun._shown(x.dep_key))
     INTO v_bad
     FROM (
         SELECT s.step ->> 'key' AS key, d.dep ->> 'step' AS dep_key
@@ -165,7 +166,8 @@ BEGIN
     FROM jsonb_array_elements(v_steps) AS s (step)
     WHERE jsonb_array_length(s.step -> 'depends_on') = 0;
     IF v_roots IS NOT NULL THEN
-        PERFORM pgrun._workflow_release_steps(
+        -- steps the release closed (a payload over 1 MiB) are settled with the skipped ones
+        v_closed := pgrun._workflow_release_steps(
             array_fill(append_workflow_steps.run_id, ARRAY[cardinality(v_roots)]), v_roots
         );
     END IF;
@@ -182,6 +184,7 @@ BEGIN
             array_fill(append_workflow_steps.run_id, ARRAY[cardinality(v_finished)]), v_finished
         );
     END IF;
+    v_skipped := v_skipped || v_closed;
 
     -- The new steps are open, minus those skipped at once.
     PERFORM pgrun._workflow_settle_runs(

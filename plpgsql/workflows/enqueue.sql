@@ -60,6 +60,8 @@ DECLARE
     v_run_id uuid;
     v_existing_id uuid;
     v_existing_status text;
+    v_closed uuid[];
+    v_status text;
     v_existing_request jsonb;
     v_roots text[];
     v_problem text;
@@ -81,20 +83,22 @@ BEGIN
     v_problem := CASE
         WHEN enqueue_workflow.spec - c_fields <> '{}'::jsonb THEN format(
             'unknown fields %s',
-            (SELECT string_agg(k.key, ', ' ORDER BY k.key)
+            pgrun._clip((SELECT string_agg(k.key, ', ' ORDER BY k.key)
              FROM jsonb_object_keys(enqueue_workflow.spec) AS k (key)
-             WHERE k.key <> ALL (c_fields))
+             WHERE k.key <> ALL (c_fields)), 200)
         )
         WHEN coalesce(jsonb_typeof(enqueue_workflow.spec -> 'name'), 'null') NOT IN ('null', 'string')
             OR length(enqueue_workflow.spec ->> 'name') NOT BETWEEN 1 AND 200
-            THEN format('name %s is not a string of 1..200 characters', left((enqueue_workflow.spec -> 'name')::text, 300))
+            THEN format('name %s is not a string of 1..200 characters', left((enqueue_workflow.spec -> 'name')::text, 200))
         WHEN coalesce(jsonb_typeof(enqueue_workflow.spec -> 'idempotency_key'), 'null') NOT IN ('null', 'string')
             OR length(enqueue_workflow.spec ->> 'idempotency_key') NOT BETWEEN 1 AND 256
             THEN format(
                 'idempotency_key %s is not a string of 1..256 characters',
-                left((enqueue_workflow.spec -> 'idempotency_key')::text, 300)
+                left((enqueue_workflow.spec -> 'idempotency_key')::text, 200)
             )
         WHEN coalesce(jsonb_typeof(enqueue_workflow.spec -> 'organization_id'), 'null') NOT IN ('null', 'string')
+            -- length before the patterns: a uuid string has at most 36 characters
+            OR length(enqueue_workflow.spec ->> 'organization_id') > 36
             OR enqueue_workflow.spec ->> 'organization_id' !~* '^[0-9a-f]{8}-?([0-9a-f]{4}-?){3}[0-9a-f]{12}$'
             OR enqueue_workflow.spec ->> 'organization_id' ~ '^[0-]*$'
             THEN format(
@@ -187,8 +191,15 @@ BEGIN
     SELECT array_agg(s.step ->> 'key') INTO v_roots
     FROM jsonb_array_elements(v_steps) AS s (step)
     WHERE jsonb_array_length(s.step -> 'depends_on') = 0;
-    -- a non-empty DAG always has a root
-    PERFORM pgrun._workflow_release_steps(array_fill(v_run_id, ARRAY[cardinality(v_roots)]), v_roots);
+    -- a non-empty DAG always has a root. A root whose payload the release refused (over 1 MiB
+    -- with its "dependencies" key) failed at once: close it, and what it skipped.
+    v_closed := pgrun._workflow_release_steps(array_fill(v_run_id, ARRAY[cardinality(v_roots)]), v_roots);
+    IF cardinality(v_closed) > 0 THEN
+        PERFORM pgrun._workflow_settle_runs(v_closed, array_fill(-1, ARRAY[cardinality(v_closed)]));
+        SELECT r.status INTO v_status FROM pgrun.workflow_runs AS r WHERE r.id = v_run_id;
+        RETURN QUERY SELECT v_run_id, true, v_status;
+        RETURN;
+    END IF;
 
     RETURN QUERY SELECT v_run_id, true, 'running'::text;
 END;

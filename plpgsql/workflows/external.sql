@@ -77,8 +77,8 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION 'workflow.step_not_found' USING
             ERRCODE = 'RQ002',
-            DETAIL = format('workflow run %s has no step %L',
-                complete_external_step.run_id, complete_external_step.step_key),
+            DETAIL = format('workflow run %s has no step %s',
+                complete_external_step.run_id, pgrun._shown(complete_external_step.step_key)),
             HINT = 'Check the step key (keys are case-sensitive).';
     END IF;
     IF v_step.kind <> 'external' THEN

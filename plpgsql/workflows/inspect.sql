@@ -55,6 +55,7 @@ BEGIN
                         'job_id', s.job_id,
                         'job_status', j.status,
                         'output', s.output,
+                        'error_code', s.error_code,
                         'mutation_id', s.mutation_id,
                         'created_at', s.created_at,
                         'updated_at', s.updated_at,
@@ -145,7 +146,7 @@ BEGIN
     IF p_status IS NOT NULL AND p_status NOT IN ('running', 'succeeded', 'failed', 'cancelled') THEN
         RAISE EXCEPTION 'workflow.invalid_status' USING
             ERRCODE = 'RQ003',
-            DETAIL = format('status %L is not a workflow run status', p_status),
+            DETAIL = format('status %s is not a workflow run status', pgrun._shown(p_status)),
             HINT = 'Use one of running, succeeded, failed, cancelled, or NULL for all.';
     END IF;
     IF v_limit NOT BETWEEN 1 AND 1000 THEN

@@ -278,7 +278,7 @@ def _report_progress(job_id: Id, lease_token: Id, progress: JsonObject) -> Call[
 
 def _append_job_log(
     job_id: Id, lease_token: Id, message: str, *, level: str, fields: JsonObject | None
-) -> Call[int]:
+) -> Call[int | None]:
     params: dict[str, Any] = dict(
         job_id=job_id, lease_token=lease_token, message=message, level=level, fields=_json(fields)
     )
@@ -344,6 +344,7 @@ def _upsert_job_definition(
     backoff_base_seconds: float | None,
     backoff_max_seconds: float | None,
     backoff_jitter: float | None,
+    max_result_bytes: int | None,
 ) -> Call[JobDefinition]:
     params: dict[str, Any] = dict(
         job_type=job_type,
@@ -354,6 +355,7 @@ def _upsert_job_definition(
         backoff_base_seconds=backoff_base_seconds,
         backoff_max_seconds=backoff_max_seconds,
         backoff_jitter=backoff_jitter,
+        max_result_bytes=max_result_bytes,
     )
     return _one(q.UPSERT_JOB_DEFINITION, params, JobDefinition)
 
@@ -580,8 +582,11 @@ class Client:
         *,
         level: str = "info",
         fields: JsonObject | None = None,
-    ) -> int:
-        """Append a log line to the job's current attempt (pgrun.append_job_log); returns its id."""
+    ) -> int | None:
+        """Append a log line to the job's current attempt (pgrun.append_job_log); returns its id.
+
+        None: the attempt already holds 1000 lines, so the line was counted, not stored.
+        """
         return self._run(_append_job_log(job_id, lease_token, message, level=level, fields=fields))
 
     def cancel_job(self, job_id: Id, *, reason: str | None = None, organization_id: Id | None = None) -> str:
@@ -645,8 +650,13 @@ class Client:
         backoff_base_seconds: float | None = None,
         backoff_max_seconds: float | None = None,
         backoff_jitter: float | None = None,
+        max_result_bytes: int | None = None,
     ) -> JobDefinition:
-        """State a job type's definition (pgrun.upsert_job_definition); None = default."""
+        """State a job type's definition (pgrun.upsert_job_definition); None = default.
+
+        ``max_result_bytes`` caps a job's result and continue state (bytes of jsonb, 1 KiB..16 MiB;
+        None = 1 MiB).
+        """
         return self._run(
             _upsert_job_definition(
                 job_type,
@@ -657,6 +667,7 @@ class Client:
                 backoff_base_seconds=backoff_base_seconds,
                 backoff_max_seconds=backoff_max_seconds,
                 backoff_jitter=backoff_jitter,
+                max_result_bytes=max_result_bytes,
             )
         )
 
@@ -893,8 +904,11 @@ class AsyncClient:
         *,
         level: str = "info",
         fields: JsonObject | None = None,
-    ) -> int:
-        """Append a log line to the job's current attempt (pgrun.append_job_log); returns its id."""
+    ) -> int | None:
+        """Append a log line to the job's current attempt (pgrun.append_job_log); returns its id.
+
+        None: the attempt already holds 1000 lines, so the line was counted, not stored.
+        """
         return await self._run(_append_job_log(job_id, lease_token, message, level=level, fields=fields))
 
     async def cancel_job(
@@ -962,8 +976,13 @@ class AsyncClient:
         backoff_base_seconds: float | None = None,
         backoff_max_seconds: float | None = None,
         backoff_jitter: float | None = None,
+        max_result_bytes: int | None = None,
     ) -> JobDefinition:
-        """State a job type's definition (pgrun.upsert_job_definition); None = default."""
+        """State a job type's definition (pgrun.upsert_job_definition); None = default.
+
+        ``max_result_bytes`` caps a job's result and continue state (bytes of jsonb, 1 KiB..16 MiB;
+        None = 1 MiB).
+        """
         return await self._run(
             _upsert_job_definition(
                 job_type,
@@ -974,6 +993,7 @@ class AsyncClient:
                 backoff_base_seconds=backoff_base_seconds,
                 backoff_max_seconds=backoff_max_seconds,
                 backoff_jitter=backoff_jitter,
+                max_result_bytes=max_result_bytes,
             )
         )
 

@@ -163,7 +163,8 @@ SELECT * FROM pgrun.upsert_job_definition(
     timeout_seconds => %(timeout_seconds)s::integer,
     backoff_base_seconds => %(backoff_base_seconds)s::double precision,
     backoff_max_seconds => %(backoff_max_seconds)s::double precision,
-    backoff_jitter => %(backoff_jitter)s::double precision)
+    backoff_jitter => %(backoff_jitter)s::double precision,
+    max_result_bytes => %(max_result_bytes)s::integer)
 """
 
 SET_JOB_RUNTIME_CONFIG: Final = """
@@ -260,10 +261,23 @@ SELECT * FROM pgrun.fire_schedule(
     next_run_at => %(next_run_at)s::timestamptz,
     claim_token => %(claim_token)s::uuid,
     planned_until => %(planned_until)s::timestamptz,
-    scheduler_id => %(scheduler_id)s::text)
+    scheduler_id => %(scheduler_id)s::text,
+    keep_claim => %(keep_claim)s::boolean)
 """
 
-LIST_SCHEDULES: Final = "SELECT * FROM pgrun.list_schedules(organization_id => %(organization_id)s::uuid)"
+PAUSE_UNPLANNABLE_SCHEDULE: Final = """
+SELECT pgrun.pause_unplannable_schedule(
+    schedule_id => %(schedule_id)s::uuid,
+    claim_token => %(claim_token)s::uuid,
+    reason => %(reason)s::text) AS paused_at
+"""
+
+LIST_SCHEDULES: Final = """
+SELECT * FROM pgrun.list_schedules(
+    organization_id => %(organization_id)s::uuid,
+    after_id => %(after_id)s::uuid,
+    max_rows => %(max_rows)s::integer)
+"""
 
 PAUSE_SCHEDULE: Final = """
 SELECT * FROM pgrun.pause_schedule(name => %(name)s::text, organization_id => %(organization_id)s::uuid)

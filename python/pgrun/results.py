@@ -133,6 +133,8 @@ class JobDefinition:
     backoff_jitter: float
     created_at: datetime
     updated_at: datetime
+    # the largest result or continue state, in bytes of jsonb; None = the built-in 1 MiB
+    max_result_bytes: int | None
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,11 @@ SELECT results_eq(
     'the job is dead after two attempts'
 );
 SELECT results_eq(
-    format('SELECT attempt, error_code, error_message, reason FROM pgrun.job_dead_letters WHERE job_id = %L', :'job'),
+    format(
+        'SELECT attempt, error_code, (pgrun.get_job(job_id) -> ''dead_letters'' -> 0) ->> ''error_message'', reason '
+        'FROM pgrun.job_dead_letters WHERE job_id = %L',
+        :'job'
+    ),
     $$VALUES (2, 'e2', 'second failure', 'attempts_exhausted')$$,
     'one dead letter, reason attempts_exhausted, with the last error'
 );

@@ -34,7 +34,11 @@ SELECT results_eq(
 
 -- TEST: each job got its own error
 SELECT results_eq(
-    format('SELECT id, status, error_code, error_message FROM pgrun.jobs WHERE id IN (%L, %L) ORDER BY id', :'retry', :'perm'),
+    format(
+        'SELECT id, status, error_code, pgrun.get_job(id) ->> ''error_message'' FROM pgrun.jobs '
+        'WHERE id IN (%L, %L) ORDER BY id',
+        :'retry', :'perm'
+    ),
     format(
         'VALUES (%L::uuid, ''queued'', ''flaky'', ''try again''), (%L::uuid, ''dead'', ''invalid'', ''never works'')',
         :'retry', :'perm'

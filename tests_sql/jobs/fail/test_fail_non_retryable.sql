@@ -18,7 +18,11 @@ SELECT results_eq(
 
 -- TEST: the job is dead and finished, with the error
 SELECT results_eq(
-    format('SELECT status, finished_at, error_code, error_message, lease_token FROM pgrun.jobs WHERE id = %L', :'job'),
+    format(
+        'SELECT status, finished_at, error_code, pgrun.get_job(id) ->> ''error_message'', lease_token '
+        'FROM pgrun.jobs WHERE id = %L',
+        :'job'
+    ),
     $$VALUES ('dead', '2030-01-01 00:00:00+00'::timestamptz, 'bad_payload', 'no recipient', NULL::uuid)$$,
     'the job is dead at once although nine attempts remain'
 );
@@ -26,7 +30,8 @@ SELECT results_eq(
 -- TEST: a dead letter says why
 SELECT results_eq(
     format(
-        'SELECT job_type, queue, attempt, error_code, error_message, reason, died_at, requeued_at '
+        'SELECT job_type, queue, attempt, error_code, '
+        '(pgrun.get_job(job_id) -> ''dead_letters'' -> 0) ->> ''error_message'', reason, died_at, requeued_at '
         'FROM pgrun.job_dead_letters WHERE job_id = %L',
         :'job'
     ),

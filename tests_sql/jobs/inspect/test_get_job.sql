@@ -13,7 +13,7 @@ SELECT pgrun.get_job(:'job') AS doc \gset
 -- TEST: the job's own columns
 SELECT is((:'doc'::jsonb) ->> 'id', :'job', 'id');
 SELECT is(
-    (:'doc'::jsonb) - 'attempts' - 'dead_letters',
+    (:'doc'::jsonb) - 'attempts' - 'dead_letters' - 'error_message',
     (SELECT to_jsonb(j) - 'lease_token' FROM pgrun.jobs AS j WHERE j.id = :'job'),
     'every column of jobs but lease_token, with the same values'
 );

@@ -1,0 +1,171 @@
+-- The limits every API function applies the same way (docs/errors.md, "Limits").
+--
+-- * _time_ok(value), _check_time(code, name, value): THE rule for a time argument. A timestamp must be
+--   finite, no earlier than 0001-01-02 UTC and no later than pgrun.now() + 100 years (so
+--   every client can represent it: Python's datetime ends at year 9999 and starts at year 1,
+--   a day of margin covers any time zone); an interval must lie in 0 s..100 years (100
+--   Julian years, 3155760000 s, the bound enqueue applies to delay). Anything else raises
+--   the caller's documented code (RQ003), never a raw datetime overflow (22008).
+--   _time_ok says whether a value keeps the rule (set-based checks such as enqueue's use
+--   it); _check_time raises. Two overloads each, one per type; the bounds live only in
+--   _time_ok.
+-- * _shown(value): a text value as a DETAIL echoes it: quoted, at most 200 characters
+--   (longer ones are cut and say how long they were), 'NULL' for NULL. No DETAIL repeats a
+--   huge argument into the client or the server log.
+-- * _valid_job_type(value), _valid_queue(value): the job type and queue name rules (the
+--   CHECK constraints of jobs and job_definitions say the same), with the length tested
+--   before the pattern, so a huge string is refused without running a regex over it.
+-- * _result_cap(job_type): the largest result or state, in bytes of jsonb, a job of the type
+--   may store: its definition's max_result_bytes, else 1 MiB (sql/0010_limits.sql).
+--
+-- The SQL helpers have no SET clause, so they are inlined into the query that calls them;
+-- every name in them is schema-qualified instead (as in pgrun._clip).
+--
+-- Locks: none. Errors: _check_time raises the code it is given (RQ003).
+
+CREATE OR REPLACE FUNCTION pgrun._time_ok(p_value timestamptz)
+RETURNS boolean
+LANGUAGE sql
+STABLE
+PARALLEL SAFE
+AS $$
+    SELECT pg_catalog.isfinite(p_value)
+        AND p_value OPERATOR(pg_catalog.>=) '0001-01-02 00:00:00+00'::pg_catalog.timestamptz
+        AND p_value OPERATOR(pg_catalog.<=) (pgrun.now() OPERATOR(pg_catalog.+) '100 years'::pg_catalog.interval)
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._time_ok(timestamptz) FROM public;
+
+COMMENT ON FUNCTION pgrun._time_ok(timestamptz) IS
+'Private: whether a timestamp argument keeps the time-argument rule (finite, 0001-01-02..now + 100 years).';
+
+CREATE OR REPLACE FUNCTION pgrun._time_ok(p_value interval)
+RETURNS boolean
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+AS $$
+    -- extract(EPOCH ...) is numeric: it never overflows, whatever the interval holds
+    SELECT pg_catalog.extract('epoch', p_value) BETWEEN 0 AND 3155760000
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._time_ok(interval) FROM public;
+
+COMMENT ON FUNCTION pgrun._time_ok(interval) IS
+'Private: whether an interval argument keeps the time-argument rule (0 s..100 years).';
+
+CREATE OR REPLACE FUNCTION pgrun._check_time(p_code text, p_name text, p_value timestamptz)
+RETURNS void
+LANGUAGE plpgsql
+STABLE
+AS $$
+BEGIN
+    IF NOT pgrun._time_ok(p_value) THEN
+        RAISE EXCEPTION USING
+            MESSAGE = p_code,
+            ERRCODE = 'RQ003',
+            DETAIL = format('%s %s is not a finite time between 0001-01-02 and 100 years from now', p_name, p_value),
+            HINT = 'Pass a finite timestamp no later than 100 years from now (NULL for the default).';
+    END IF;
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._check_time(text, text, timestamptz) FROM public;
+
+COMMENT ON FUNCTION pgrun._check_time(text, text, timestamptz) IS
+'Private: the time-argument rule for a timestamp (finite, 0001-01-02..now + 100 years); raises p_code (RQ003) '
+'naming p_name otherwise. NULL passes.';
+
+CREATE OR REPLACE FUNCTION pgrun._check_time(p_code text, p_name text, p_value interval)
+RETURNS void
+LANGUAGE plpgsql
+IMMUTABLE
+AS $$
+BEGIN
+    IF NOT pgrun._time_ok(p_value) THEN
+        RAISE EXCEPTION USING
+            MESSAGE = p_code,
+            ERRCODE = 'RQ003',
+            DETAIL = format('%s %s is outside 0 seconds..100 years', p_name, p_value),
+            HINT = format('Pass a %s from 0 seconds to 100 years (NULL for the default).', p_name);
+    END IF;
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._check_time(text, text, interval) FROM public;
+
+COMMENT ON FUNCTION pgrun._check_time(text, text, interval) IS
+'Private: the time-argument rule for an interval (0 s..100 years); raises p_code (RQ003) naming p_name '
+'otherwise. NULL passes.';
+
+CREATE OR REPLACE FUNCTION pgrun._shown(p_value text)
+RETURNS text
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+AS $$
+    SELECT CASE
+        WHEN p_value IS NULL THEN 'NULL'
+        WHEN pg_catalog.length(p_value) OPERATOR(pg_catalog.<=) 200 THEN pg_catalog.quote_literal(p_value)
+        ELSE pg_catalog.quote_literal(pg_catalog.left(p_value, 200))
+            OPERATOR(pg_catalog.||) pg_catalog.format('... (%s characters)', pg_catalog.length(p_value))
+    END
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._shown(text) FROM public;
+
+COMMENT ON FUNCTION pgrun._shown(text) IS
+'Private: a value as error DETAILs echo it: quoted, cut at 200 characters (saying how long it was), or NULL.';
+
+CREATE OR REPLACE FUNCTION pgrun._valid_job_type(p_value text)
+RETURNS boolean
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+AS $$
+    SELECT CASE
+        WHEN pg_catalog.length(p_value) OPERATOR(pg_catalog.>) 128 THEN FALSE
+        ELSE p_value OPERATOR(pg_catalog.~) '^[a-z][a-z0-9_]*([.:-][a-z0-9_]+)*$'
+    END
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._valid_job_type(text) FROM public;
+
+COMMENT ON FUNCTION pgrun._valid_job_type(text) IS
+'Private: whether a job type is valid (at most 128 characters, tested first, then the pattern); NULL for NULL.';
+
+CREATE OR REPLACE FUNCTION pgrun._valid_queue(p_value text)
+RETURNS boolean
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+AS $$
+    SELECT CASE
+        WHEN pg_catalog.length(p_value) OPERATOR(pg_catalog.>) 64 THEN FALSE
+        ELSE p_value OPERATOR(pg_catalog.~) '^[a-z][a-z0-9_.:-]*$'
+    END
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._valid_queue(text) FROM public;
+
+COMMENT ON FUNCTION pgrun._valid_queue(text) IS
+'Private: whether a queue name is valid (at most 64 characters, tested first, then the pattern); NULL for NULL.';
+
+CREATE OR REPLACE FUNCTION pgrun._result_cap(p_job_type text)
+RETURNS integer
+LANGUAGE sql
+STABLE
+PARALLEL SAFE
+AS $$
+    SELECT coalesce(
+        (SELECT d.max_result_bytes
+         FROM pgrun.job_definitions AS d
+         WHERE d.job_type OPERATOR(pg_catalog.=) p_job_type),
+        1048576
+    )
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._result_cap(text) FROM public;
+
+COMMENT ON FUNCTION pgrun._result_cap(text) IS
+'Private: the largest result or state (bytes of jsonb) a job of the type may store: max_result_bytes, else 1 MiB.';
