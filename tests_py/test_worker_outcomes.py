@@ -25,12 +25,13 @@ from datetime import timedelta
 from typing import Any
 
 import psycopg
+import psycopg.errors
 import pytest
 
 from pgrun import config as configuration
 from pgrun import worker as worker_module
 from pgrun.app import App, Continue, Fail, JobContext, Retry
-from pgrun.client import Client
+from pgrun.client import AsyncClient, Client
 from pgrun.workflow import Workflow
 from worker_support import fast_config, run_worker_until, statuses
 
@@ -162,6 +163,33 @@ def test_a_batch_the_server_refuses_is_split_and_the_rest_written_once(
         )
         assert "PostgreSQL refused" in job["error_message"]
     assert "splitting" in caplog.text
+
+
+def test_a_transient_refusal_writes_the_batch_again_as_it_is(
+    db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A serialization failure (40001) asks for a retry: the same batch is sent again, whole."""
+    real = AsyncClient.complete_jobs
+    sent: list[int] = []
+
+    async def once_refused(self: AsyncClient, completions: Any) -> Any:
+        sent.append(len(completions))
+        if len(sent) == 1:
+            raise psycopg.errors.SerializationFailure("could not serialize access")
+        return await real(self, completions)
+
+    monkeypatch.setattr(AsyncClient, "complete_jobs", once_refused)
+    runs: Counter[str] = Counter()
+    app = _poison_app(Gate(4), runs)
+    with Client.connect(db) as client:
+        ids = [client.enqueue_job("t.fine", {"n": n}).job_id for n in range(4)]
+        run_worker_until(app, fast_config(db), lambda c: _done(c, ids))
+        jobs = [client.get_job(job_id) for job_id in ids]
+    assert sent[:2] == [4, 4]
+    for job in jobs:
+        assert (job["status"], job["total_attempts"]) == ("succeeded", 1)
+        assert _events(db, job["id"])["succeeded"] == 1
+    assert set(runs.values()) == {1}
 
 
 def test_failures_with_unstorable_text_land_sanitised_with_their_batch_mates(db: str) -> None:
