@@ -1,7 +1,7 @@
 -- purge_finished_jobs deletes finished jobs older than the cutoff with all their history,
 -- and nothing else: not newer finished jobs, never queued or running ones.
 BEGIN;
-SELECT plan(7);
+SELECT plan(8);
 
 -- SETUP at day 0: one job of each terminal status (with attempts, events, a log line, a
 -- dead letter), plus a queued and a running job that are just as old
@@ -44,6 +44,10 @@ SELECT is(
 SELECT is(
     (SELECT count(*) FROM pgrun.job_logs) + (SELECT count(*) FROM pgrun.job_dead_letters),
     0::bigint, 'their logs and dead letters are gone'
+);
+SELECT is(
+    (SELECT count(*) FROM pgrun.job_log_counts WHERE job_id = :'ok_job'),
+    0::bigint, 'and so are their log line counts'
 );
 SELECT is(
     (SELECT count(*) FROM pgrun.job_events WHERE job_id IN (:'running_job', :'fresh_job')),

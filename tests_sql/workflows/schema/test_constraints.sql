@@ -1,6 +1,6 @@
 -- The workflow tables' CHECK constraints hold the invariants even against direct writes.
 BEGIN;
-SELECT plan(13);
+SELECT plan(16);
 
 -- SETUP
 SELECT pgrun_test.wf_enqueue('{"steps": [{"key": "a", "job_type": "t"}, {"key": "g", "kind": "external"},
@@ -23,6 +23,12 @@ SELECT throws_ok(format($$UPDATE pgrun.workflow_steps SET job_id = gen_random_uu
     '23514', NULL, 'an external step never has a job');
 SELECT throws_ok(format($$UPDATE pgrun.workflow_steps SET job_id = gen_random_uuid() WHERE run_id = %L AND step_key = 'b'$$, :'run'),
     '23514', NULL, 'a blocked step has no job');
+SELECT throws_ok(format($$UPDATE pgrun.workflow_steps SET error_code = 'workflow.payload_too_large' WHERE run_id = %L AND step_key = 'a'$$, :'run'),
+    '23514', NULL, 'a step with a job has no error_code');
+SELECT throws_ok(format($$UPDATE pgrun.workflow_steps SET status = 'failed', job_id = NULL, finished_at = now() WHERE run_id = %L AND step_key = 'a'$$, :'run'),
+    '23514', NULL, 'a job step failed without a job needs an error_code');
+SELECT lives_ok(format($$UPDATE pgrun.workflow_steps SET status = 'failed', job_id = NULL, finished_at = now(), error_code = 'workflow.payload_too_large' WHERE run_id = %L AND step_key = 'a'$$, :'run'),
+    'a job step that failed at its release has an error_code and no job');
 SELECT throws_ok(format($$UPDATE pgrun.workflow_steps SET payload = '{}' WHERE run_id = %L AND step_key = 'g'$$, :'run'),
     '23514', NULL, 'an external step has no job template');
 SELECT throws_ok(format($$UPDATE pgrun.workflow_steps SET status = 'succeeded' WHERE run_id = %L AND step_key = 'b'$$, :'run'),
