@@ -232,8 +232,13 @@ def test_a_lost_lease_drops_the_outcome_and_is_logged(db: str, caplog: pytest.Lo
 
         def expire_then_wait(c: Client) -> bool:
             if started.is_set() and c.get_job(job_id)["status"] == "running":
-                # the lease runs out under the handler; the reaper then makes the job dead
-                conn.execute("UPDATE pgrun.jobs SET lease_expires_at = pgrun.now() WHERE id = %s", [job_id])
+                # the lease runs out under the handler; the reaper then makes the job dead (it
+                # may do so between get_job and this UPDATE: a dead job has no lease to expire)
+                conn.execute(
+                    "UPDATE pgrun.jobs SET lease_expires_at = pgrun.now()"
+                    " WHERE id = %s AND status = 'running'",
+                    [job_id],
+                )
             return "lease lost" in caplog.text
 
         with caplog.at_level(logging.WARNING, logger="pgrun.worker"):

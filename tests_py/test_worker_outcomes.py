@@ -284,6 +284,46 @@ def test_a_continue_the_server_cannot_store_fails_its_job(db: str) -> None:
         assert jobs[kind]["total_attempts"] == 1, kind
 
 
+def test_a_result_or_state_over_the_types_cap_fails_only_its_own_job(db: str) -> None:
+    """complete_jobs reports result_too_large (nothing stored) and the batch-mates are
+    written; continue_job refuses an oversized state: both jobs fail, not retried."""
+    gate = Gate(5)
+    app = App()
+
+    @app.job("t.capped", max_result_bytes=1024)
+    async def capped(ctx: JobContext) -> Any:
+        await gate.wait()
+        kind = ctx.payload["kind"]
+        if kind == "big_result":
+            return {"blob": "x" * 4096}
+        if kind == "big_state" and ctx.step is None:
+            return Continue("next", {"blob": "y" * 4096})
+        return {"small": kind}
+
+    kinds = ("big_result", "big_state", "small1", "small2", "small3")
+    with Client.connect(db) as client:
+        ids = {k: client.enqueue_job("t.capped", {"kind": k}, max_attempts=3).job_id for k in kinds}
+        run_worker_until(app, fast_config(db), lambda c: _done(c, list(ids.values())))
+        jobs = {k: client.get_job(job_id) for k, job_id in ids.items()}
+    big_result, big_state = jobs["big_result"], jobs["big_state"]
+    assert (big_result["status"], big_result["error_code"], big_result["total_attempts"]) == (
+        "dead",
+        "result_too_large",
+        1,
+    )
+    assert big_result["result"] is None and big_result["dead_letters"][0]["reason"] == "non_retryable"
+    assert (big_state["status"], big_state["error_code"], big_state["total_attempts"]) == (
+        "dead",
+        "state_too_large",
+        1,
+    )
+    assert "job.state_too_large" in big_state["error_message"]
+    assert big_state["state"] is None and big_state["step"] is None, "the refused state is not stored"
+    for kind in ("small1", "small2", "small3"):
+        assert (jobs[kind]["status"], jobs[kind]["result"]) == ("succeeded", {"small": kind})
+        assert jobs[kind]["total_attempts"] == 1 and _events(db, jobs[kind]["id"])["succeeded"] == 1
+
+
 # -- a workflow release conflict holds back only its own run ---------------------------------
 
 

@@ -201,6 +201,7 @@ class JobType:
     backoff_base_seconds: float | None = None
     backoff_max_seconds: float | None = None
     backoff_jitter: float | None = None
+    max_result_bytes: int | None = None
 
 
 class Loop(Protocol):
@@ -239,11 +240,15 @@ class App:
         backoff_base_seconds: float | None = None,
         backoff_max_seconds: float | None = None,
         backoff_jitter: float | None = None,
+        max_result_bytes: int | None = None,
     ) -> Callable[[Handler], Handler]:
         """Register the decorated function as the handler of ``job_type``.
 
         The keyword arguments are the type's definition (upsert_job_definition at worker
         start): jobs enqueued without their own values take them. ``timeout`` is in seconds.
+        ``max_result_bytes`` caps a result and a ``Continue`` state (bytes of jsonb, 1 KiB ..
+        16 MiB; None = 1 MiB): over it the job fails with ``result_too_large`` /
+        ``state_too_large``, not retried.
         """
 
         def register(handler: Handler) -> Handler:
@@ -260,6 +265,7 @@ class App:
                 backoff_base_seconds=backoff_base_seconds,
                 backoff_max_seconds=backoff_max_seconds,
                 backoff_jitter=backoff_jitter,
+                max_result_bytes=max_result_bytes,
             )
             return handler
 

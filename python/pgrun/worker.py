@@ -228,6 +228,7 @@ class Worker:
                         backoff_base_seconds=spec.backoff_base_seconds,
                         backoff_max_seconds=spec.backoff_max_seconds,
                         backoff_jitter=spec.backoff_jitter,
+                        max_result_bytes=spec.max_result_bytes,
                     )
                 return
             except (psycopg.OperationalError, TimeoutError) as exc:
