@@ -73,6 +73,7 @@ AS $$
         ('reap_expired_leases', '{admin,worker}'),
         ('claim_due_schedules', '{admin,worker}'),
         ('fire_schedule', '{admin,worker}'),
+        ('pause_unplannable_schedule', '{admin,worker}'),
         -- operators only
         ('purge_finished_jobs', '{admin}'),
         ('set_job_runtime_config', '{admin}'),

@@ -6,7 +6,9 @@
 -- now + lease_seconds). The rows carry everything the scheduler needs to compute plan times
 -- without reading its own clock: the cron expression, time zone, catch-up policy, backfill
 -- cap, misfire grace, planned_until (plan times up to it are already decided), last_plan_at,
--- and db_now, the database's now. The scheduler then calls fire_schedule with the token.
+-- db_now, the database's now, and scope_count, the ticks each plan time makes (fire_schedule
+-- takes at most 10000 ticks per call, so the scheduler fires a long catch-up in chunks). The
+-- scheduler then calls fire_schedule with the token.
 --
 -- Many schedulers may run at once (one per worker host): candidates are locked FOR UPDATE
 -- SKIP LOCKED, so concurrent claimers never wait on each other or take the same schedule;
@@ -18,7 +20,8 @@
 -- Never waits on a row lock.
 --
 -- Errors (RQ003, before anything is locked): schedule.invalid_scheduler_id (NULL, blank or
--- over 200 characters), schedule.invalid_max_schedules (outside 1..1000),
+-- over 200 characters: pgrun._schedule_check_scheduler_id, fire_schedule's check too),
+-- schedule.invalid_max_schedules (outside 1..1000),
 -- schedule.invalid_lease_seconds (outside 1..3600).
 
 CREATE OR REPLACE FUNCTION pgrun.claim_due_schedules(
@@ -39,7 +42,8 @@ RETURNS TABLE (
     planned_until timestamptz,
     last_plan_at timestamptz,
     next_run_at timestamptz,
-    db_now timestamptz
+    db_now timestamptz,
+    scope_count integer
 )
 LANGUAGE plpgsql
 VOLATILE
@@ -49,14 +53,7 @@ AS $$
 DECLARE
     v_now timestamptz := pgrun.now();
 BEGIN
-    IF claim_due_schedules.scheduler_id IS NULL OR btrim(claim_due_schedules.scheduler_id) = ''
-        OR length(claim_due_schedules.scheduler_id) > 200 THEN
-        RAISE EXCEPTION 'schedule.invalid_scheduler_id' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('scheduler_id %s is NULL, blank or longer than 200 characters',
-                coalesce(quote_literal(left(claim_due_schedules.scheduler_id, 220)), 'NULL')),
-            HINT = 'Pass a stable, non-empty name for the scheduler process (e.g. host:pid).';
-    END IF;
+    PERFORM pgrun._schedule_check_scheduler_id(claim_due_schedules.scheduler_id);
     IF claim_due_schedules.max_schedules IS NULL OR claim_due_schedules.max_schedules NOT BETWEEN 1 AND 1000 THEN
         RAISE EXCEPTION 'schedule.invalid_max_schedules' USING
             ERRCODE = 'RQ003',
@@ -92,7 +89,8 @@ BEGIN
     WHERE s.id = due.id
     RETURNING
         s.id, s.claim_token, s.name, s.organization_id, s.cron, s.timezone, s.catch_up,
-        s.backfill_limit, s.misfire_grace_seconds, s.planned_until, s.last_plan_at, s.next_run_at, v_now;
+        s.backfill_limit, s.misfire_grace_seconds, s.planned_until, s.last_plan_at, s.next_run_at, v_now,
+        greatest(cardinality(s.scopes), 1);
 END;
 $$;
 
@@ -101,6 +99,6 @@ COMMENT ON FUNCTION pgrun.claim_due_schedules(text, integer, integer) IS
 'now, no live claim; FOR UPDATE SKIP LOCKED, so any number of schedulers may call it at once. Each claim '
 'lasts lease_seconds (1..3600). Returns per schedule: schedule_id, claim_token (pass it to fire_schedule), '
 'name, organization_id, cron, timezone, catch_up, backfill_limit, misfire_grace_seconds, planned_until '
-'(plan times up to it are decided), last_plan_at, next_run_at, and db_now, the database clock the plan '
-'must be computed from. Errors (RQ003): schedule.invalid_scheduler_id, schedule.invalid_max_schedules, '
-'schedule.invalid_lease_seconds.';
+'(plan times up to it are decided), last_plan_at, next_run_at, db_now, the database clock the plan '
+'must be computed from, and scope_count, the ticks (jobs) each plan time makes. Errors (RQ003): '
+'schedule.invalid_scheduler_id, schedule.invalid_max_schedules, schedule.invalid_lease_seconds.';

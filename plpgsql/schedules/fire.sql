@@ -15,10 +15,19 @@
 --      their 'enqueued' events, all in one statement. A plan time fired before, by this or
 --      any other scheduler, returns the job its tick made with created = false;
 --   3. planned_until moves to planned_until (default: the latest plan time), next_run_at is
---      set, last_plan_at / last_fired_at follow, and the claim is released.
+--      set, last_plan_at / last_fired_at follow, and the claim is released, unless
+--      keep_claim.
 -- Two schedulers firing the same plan time at once: the second's tick insert waits for the
 -- first's transaction and then does nothing, so exactly one job exists per (scope, plan
 -- time) whatever the claims, clocks or retries did.
+--
+-- One call makes at most 10000 ticks (plan times x scopes): the statement, its locks and
+-- its WAL stay bounded. A longer catch-up (catch_up all with a large backfill_limit and many
+-- scopes, catch_up none over a long grace of a per-second cron) is fired in chunks under one
+-- claim: every chunk but the last passes keep_claim => true, planned_until = its last plan
+-- time and next_run_at = the next plan time (so the schedule is still due). A scheduler that
+-- dies between chunks leaves a schedule planned up to its last chunk and due: once the claim
+-- expires the next claimer plans the rest, and the ticks keep every plan time to one job.
 --
 -- Jobs: an ordinary job of the schedule's job_type and payload (scoped: plus "scope": the
 -- scope), its queue / priority / max_attempts / timeout or else the job definition's, then
@@ -37,12 +46,19 @@
 -- job insert (pgrun._schedule_fire); the schedule's planning state is left as it is, so the
 -- scheduler still fires every plan time the cron owes.
 --
--- Errors: schedule.invalid_argument (NULL schedule_id or claim_token),
--- schedule.invalid_plan_times (NULL, not one-dimensional, NULL elements, not finite, after
--- now, over 10000, more than 100000 ticks with the scopes, planned_until before a plan time
--- or after now), schedule.invalid_next_run_at (NULL, not finite, not after every plan time,
--- more than 10 years after now) (RQ003); schedule.not_found (RQ002); schedule.claim_lost
--- (RQ004); schedule.not_active (RQ001: paused or disabled).
+-- Every time argument is finite and bounded, so none can raise a raw 22008 or store a time
+-- a client cannot read: plan times and planned_until from 1970-01-01 UTC to now, next_run_at
+-- after every plan time and at most 10 years after now.
+--
+-- Errors: schedule.invalid_argument (NULL schedule_id, claim_token or keep_claim),
+-- schedule.invalid_scheduler_id (given, and blank or over 200 characters),
+-- schedule.invalid_plan_times (NULL, not one-dimensional, NULL elements, not finite, before
+-- 1970, after now, over 10000, more than 10000 ticks with the scopes, planned_until before a
+-- plan time, before 1970 or after now), schedule.invalid_next_run_at (NULL, not finite,
+-- before 1970, not after every plan time, more than 10 years after now) (RQ003);
+-- schedule.not_found (RQ002); schedule.claim_lost (RQ004); schedule.not_active (RQ001:
+-- paused or disabled); from run_schedule_now also schedule.invalid_name and
+-- schedule.invalid_organization (RQ003).
 
 CREATE OR REPLACE FUNCTION pgrun.fire_schedule(
     schedule_id uuid,
@@ -50,7 +66,8 @@ CREATE OR REPLACE FUNCTION pgrun.fire_schedule(
     next_run_at timestamptz,
     claim_token uuid DEFAULT NULL,
     planned_until timestamptz DEFAULT NULL,
-    scheduler_id text DEFAULT NULL
+    scheduler_id text DEFAULT NULL,
+    keep_claim boolean DEFAULT FALSE
 )
 RETURNS TABLE (plan_time timestamptz, scope text, job_id uuid, created boolean)
 LANGUAGE plpgsql
@@ -60,6 +77,9 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     c_max_next_run CONSTANT interval := interval '10 years';
+    -- the earliest time pgrun plans: croniter's own range starts here, and every time stays
+    -- representable where it is read (Python's datetime, in any session time zone)
+    c_min_time CONSTANT timestamptz := '1970-01-01 00:00:00+00'::timestamptz;
     v_now timestamptz := pgrun.now();
     v_s pgrun.job_schedules;
     v_times timestamptz[];
@@ -71,13 +91,19 @@ DECLARE
     v_job_ids uuid[];
     v_created boolean[];
 BEGIN
-    IF fire_schedule.schedule_id IS NULL OR fire_schedule.claim_token IS NULL THEN
+    IF fire_schedule.schedule_id IS NULL OR fire_schedule.claim_token IS NULL OR fire_schedule.keep_claim IS NULL THEN
         RAISE EXCEPTION 'schedule.invalid_argument' USING
             ERRCODE = 'RQ003',
-            DETAIL = CASE WHEN fire_schedule.schedule_id IS NULL THEN 'schedule_id is NULL'
-                ELSE 'claim_token is NULL: fire_schedule fires only under a claim' END,
+            DETAIL = CASE
+                WHEN fire_schedule.schedule_id IS NULL THEN 'schedule_id is NULL'
+                WHEN fire_schedule.claim_token IS NULL THEN 'claim_token is NULL: fire_schedule fires only under a claim'
+                ELSE 'keep_claim is NULL'
+            END,
             HINT = 'Pass the schedule_id and claim_token claim_due_schedules returned; to fire a schedule '
                 'by hand, an admin calls run_schedule_now.';
+    END IF;
+    IF fire_schedule.scheduler_id IS NOT NULL THEN
+        PERFORM pgrun._schedule_check_scheduler_id(fire_schedule.scheduler_id);
     END IF;
     v_problem := CASE
         WHEN fire_schedule.plan_times IS NULL
@@ -90,14 +116,18 @@ BEGIN
             THEN 'plan_times must not contain NULL'
         WHEN EXISTS (SELECT FROM unnest(fire_schedule.plan_times) AS u (t) WHERE NOT isfinite(u.t))
             THEN 'plan_times must be finite'
+        WHEN EXISTS (SELECT FROM unnest(fire_schedule.plan_times) AS u (t) WHERE u.t < c_min_time)
+            THEN format('plan time %s is before %s', (SELECT min(u.t) FROM unnest(fire_schedule.plan_times) AS u (t)),
+                c_min_time)
         WHEN EXISTS (SELECT FROM unnest(fire_schedule.plan_times) AS u (t) WHERE u.t > v_now)
             THEN format(
                 'plan time %s is after the database''s now (%s)',
                 (SELECT max(u.t) FROM unnest(fire_schedule.plan_times) AS u (t)), v_now
             )
         WHEN NOT isfinite(fire_schedule.planned_until) OR fire_schedule.planned_until > v_now
-            THEN format('planned_until %s is not finite or after the database''s now (%s)',
-                fire_schedule.planned_until, v_now)
+            OR fire_schedule.planned_until < c_min_time
+            THEN format('planned_until %s is not finite, before %s or after the database''s now (%s)',
+                fire_schedule.planned_until, c_min_time, v_now)
         WHEN fire_schedule.planned_until < (SELECT max(u.t) FROM unnest(fire_schedule.plan_times) AS u (t))
             THEN format('planned_until %s is before a plan time', fire_schedule.planned_until)
     END;
@@ -105,51 +135,31 @@ BEGIN
         RAISE EXCEPTION 'schedule.invalid_plan_times' USING
             ERRCODE = 'RQ003',
             DETAIL = v_problem,
-            HINT = 'Pass the plan times computed from claim_due_schedules'' db_now: finite, not after '
-                'it, at most 10000; planned_until between the latest of them and now.';
+            HINT = 'Pass the plan times computed from claim_due_schedules'' db_now: finite, from 1970 on, not '
+                'after it, at most 10000; planned_until between the latest of them and now.';
     END IF;
     v_times := ARRAY(SELECT DISTINCT u.t FROM unnest(fire_schedule.plan_times) AS u (t) ORDER BY u.t);
     v_max_time := v_times[cardinality(v_times)];
     v_until := coalesce(fire_schedule.planned_until, v_max_time);
-    -- Bounded: a next run years away would silently stop the schedule. The longest gap a cron
-    -- expression has is a 29 February after a skipped leap year: 8 years.
+    -- Bounded: a next run years away would silently stop the schedule. The longest gap the
+    -- cron grammar allows is a 29 February after a skipped leap year: 8 years.
     IF fire_schedule.next_run_at IS NULL OR NOT isfinite(fire_schedule.next_run_at)
+        OR fire_schedule.next_run_at < c_min_time
         OR fire_schedule.next_run_at <= v_max_time
         OR fire_schedule.next_run_at > v_now + c_max_next_run THEN
         RAISE EXCEPTION 'schedule.invalid_next_run_at' USING
             ERRCODE = 'RQ003',
             DETAIL = format(
-                'next_run_at %s is NULL, not finite, not after the latest plan time %s, or more than %s '
-                'after now (%s)',
-                coalesce(fire_schedule.next_run_at::text, 'NULL'), coalesce(v_max_time::text, '(none)'),
+                'next_run_at %s is NULL, not finite, before %s, not after the latest plan time %s, or more '
+                'than %s after now (%s)',
+                coalesce(fire_schedule.next_run_at::text, 'NULL'), c_min_time, coalesce(v_max_time::text, '(none)'),
                 c_max_next_run, v_now
             ),
-            HINT = 'Pass the first plan time after the database''s now, computed from the cron expression.';
+            HINT = 'Pass the first plan time after the database''s now, computed from the cron expression '
+                '(or, with keep_claim, the first plan time after this chunk).';
     END IF;
 
-    SELECT s.* INTO v_s FROM pgrun.job_schedules AS s WHERE s.id = fire_schedule.schedule_id FOR UPDATE;
-    IF v_s.id IS NULL THEN
-        RAISE EXCEPTION 'schedule.not_found' USING
-            ERRCODE = 'RQ002',
-            DETAIL = format('no schedule with id %s', fire_schedule.schedule_id),
-            HINT = 'The schedule was deleted; drop the plan.';
-    END IF;
-    IF v_s.claim_token IS DISTINCT FROM fire_schedule.claim_token OR v_s.claim_expires_at <= v_now THEN
-        RAISE EXCEPTION 'schedule.claim_lost' USING
-            ERRCODE = 'RQ004',
-            DETAIL = format(
-                'schedule %s (%s): %s', v_s.id, v_s.name,
-                CASE
-                    WHEN v_s.claim_token IS NULL
-                        THEN 'no scheduler holds a claim on it now (released, paused or restated since)'
-                    WHEN v_s.claim_token = fire_schedule.claim_token
-                        THEN format('the claim expired at %s (now %s)', v_s.claim_expires_at, v_now)
-                    ELSE format('scheduler %s claimed it since, until %s', v_s.claimed_by, v_s.claim_expires_at)
-                END
-            ),
-            HINT = 'Drop this plan: another scheduler (or the next pass) plans the schedule from its '
-                'current state.';
-    END IF;
+    v_s := pgrun._schedule_lock_claimed(fire_schedule.schedule_id, fire_schedule.claim_token, v_now);
     PERFORM pgrun._schedule_check_active(v_s);
 
     SELECT
@@ -168,9 +178,9 @@ BEGIN
             ELSE greatest(s.last_plan_at, v_max_time)
         END,
         last_fired_at = CASE WHEN true = ANY (v_created) THEN v_now ELSE s.last_fired_at END,
-        claimed_by = NULL,
-        claim_token = NULL,
-        claim_expires_at = NULL,
+        claimed_by = CASE WHEN fire_schedule.keep_claim THEN s.claimed_by END,
+        claim_token = CASE WHEN fire_schedule.keep_claim THEN s.claim_token END,
+        claim_expires_at = CASE WHEN fire_schedule.keep_claim THEN s.claim_expires_at END,
         updated_at = v_now
     WHERE s.id = v_s.id;
 
@@ -178,16 +188,20 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION pgrun.fire_schedule(uuid, timestamptz[], timestamptz, uuid, timestamptz, text) IS
+COMMENT ON FUNCTION pgrun.fire_schedule(uuid, timestamptz[], timestamptz, uuid, timestamptz, text, boolean) IS
 'Fire a schedule''s plan times: one tick and one job per (scope, plan time), ever: a plan time fired '
-'before (by any scheduler) returns its job with created = false. plan_times: finite, not after the '
-'database''s now, at most 10000 (empty fires nothing). next_run_at: when the schedule is due again, after '
-'every plan time, at most 10 years from now. claim_token (required): the one claim_due_schedules returned; '
-'it must still be the schedule''s live claim (else schedule.claim_lost, RQ004, nothing written), and the '
-'claim is released. Paused and disabled schedules never fire (schedule.not_active, RQ001). '
+'before (by any scheduler) returns its job with created = false. plan_times: finite, from 1970 on, not '
+'after the database''s now, at most 10000 and at most 10000 ticks with the scopes (empty fires nothing). '
+'next_run_at: when the schedule is due again, after every plan time, at most 10 years from now. '
+'claim_token (required): the one claim_due_schedules returned; it must still be the schedule''s live '
+'claim (else schedule.claim_lost, RQ004, nothing written), and the claim is released, unless keep_claim: '
+'then the caller fires the next chunk of a long catch-up under the same claim (pass planned_until = the '
+'chunk''s last plan time and next_run_at = the next plan time, so a scheduler that dies in between leaves '
+'the rest to the next claimer). Paused and disabled schedules never fire (schedule.not_active, RQ001). '
 'planned_until (default the latest plan time, at most now): every plan time up to it counts as decided, '
-'fired or skipped. Jobs are ordinary jobs (jobs.schedule_id set, run_at = plan time; scoped: payload '
-'"scope"). Returns plan_time, scope, job_id, created. Errors (RQ003): schedule.invalid_argument, '
+'fired or skipped. scheduler_id (default the claimer''s): as claim_due_schedules checks it. Jobs are '
+'ordinary jobs (jobs.schedule_id set, run_at = plan time; scoped: payload "scope"). Returns plan_time, '
+'scope, job_id, created. Errors (RQ003): schedule.invalid_argument, schedule.invalid_scheduler_id, '
 'schedule.invalid_plan_times, schedule.invalid_next_run_at; schedule.not_found (RQ002); schedule.claim_lost '
 '(RQ004); schedule.not_active (RQ001).';
 
@@ -211,12 +225,13 @@ DECLARE
     v_new_ids uuid[];
     v_queues text[];
 BEGIN
-    IF cardinality(p_times) * cardinality(v_scopes) > 100000 THEN
+    IF cardinality(p_times) * cardinality(v_scopes) > 10000 THEN
         RAISE EXCEPTION 'schedule.invalid_plan_times' USING
             ERRCODE = 'RQ003',
-            DETAIL = format('%s plan times x %s scopes is over 100000 ticks in one call',
+            DETAIL = format('%s plan times x %s scopes is over 10000 ticks in one call',
                 cardinality(p_times), cardinality(v_scopes)),
-            HINT = 'Fire fewer plan times per call.';
+            HINT = 'Fire a long catch-up in chunks of at most 10000 ticks under one claim (keep_claim => true '
+                'on every chunk but the last).';
     END IF;
 
     WITH wanted AS MATERIALIZED (
@@ -359,4 +374,5 @@ COMMENT ON FUNCTION pgrun.run_schedule_now(text, uuid) IS
 '= the database''s now, exactly as the scheduler would (a second call in the same transaction returns the '
 'same jobs with created = false). The schedule''s planning state is untouched, so no plan time the cron '
 'owes is skipped. Returns plan_time, scope, job_id, created. Errors: schedule.not_found (RQ002), '
-'schedule.invalid_name (RQ003), schedule.not_active (RQ001: paused or disabled).';
+'schedule.invalid_name, schedule.invalid_organization (RQ003), schedule.not_active (RQ001: paused or '
+'disabled).';

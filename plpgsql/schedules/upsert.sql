@@ -8,7 +8,9 @@
 -- declaration (cron, timezone, the job template, catch-up policy, scopes, enabled): every
 -- argument left out takes its default, as upsert_job_definition does. The operator's pause
 -- (pause_schedule) is not part of the declaration and survives any upsert, so an app that
--- upserts its schedules at every start never resumes one an operator paused.
+-- upserts its schedules at every start never resumes one an operator paused. A schedule the
+-- scheduler paused because it could not plan it (paused_reason set; an expression outside
+-- the grammar from an older install) is resumed by an upsert that changes its declaration.
 --
 -- Planning state: a new schedule starts with planned_until = now (plan times up to its
 -- creation are never owed) and next_run_at = now (the next scheduler pass computes the first
@@ -20,8 +22,9 @@
 -- rule: catch_up all replays the disabled window (up to backfill_limit), latest and none
 -- start from now.
 --
--- Validation, before anything is written: the name; the cron shape (_schedule_check_cron;
--- the Python side has already parsed it with croniter); the time zone (pg_timezone_names);
+-- Validation, before anything is written, each value's length before any pattern: the
+-- name; the cron expression (_schedule_check_cron: pgrun's cron grammar, the very set the
+-- Python scheduler accepts); the time zone (pg_timezone_names);
 -- the job template through the enqueue front door's own checker (pgrun._enqueue_check, so a
 -- schedule accepts exactly the jobs enqueue_job accepts, with the same job.* codes);
 -- catch_up, backfill_limit, misfire_grace_seconds; the scopes.
@@ -75,12 +78,16 @@ DECLARE
     v_org uuid;
     v_allowed boolean;
 BEGIN
-    IF upsert_schedule.name IS NULL OR upsert_schedule.name <> btrim(upsert_schedule.name)
-        OR length(upsert_schedule.name) NOT BETWEEN 1 AND 200 THEN
+    -- length first: btrim (and every check after it) only ever sees 200 characters
+    IF (CASE
+        WHEN upsert_schedule.name IS NULL THEN true
+        WHEN length(upsert_schedule.name) NOT BETWEEN 1 AND 200 THEN true
+        ELSE upsert_schedule.name <> btrim(upsert_schedule.name)
+    END) THEN
         RAISE EXCEPTION 'schedule.invalid_name' USING
             ERRCODE = 'RQ003',
             DETAIL = format('name %s is NULL, blank, has surrounding blanks or is over 200 characters',
-                coalesce(quote_literal(left(upsert_schedule.name, 220)), 'NULL')),
+                coalesce(quote_literal(pgrun._clip(upsert_schedule.name, 200)), 'NULL')),
             HINT = 'Name the schedule with 1..200 characters, e.g. reports.nightly.';
     END IF;
     -- Tenancy: the schedule belongs to the organization the caller acts for; a worker declares
@@ -112,7 +119,7 @@ BEGIN
         RAISE EXCEPTION 'schedule.invalid_catch_up' USING
             ERRCODE = 'RQ003',
             DETAIL = format('catch_up %s is not latest, all or none',
-                coalesce(quote_literal(left(upsert_schedule.catch_up, 100)), 'NULL')),
+                coalesce(quote_literal(pgrun._clip(upsert_schedule.catch_up, 200)), 'NULL')),
             HINT = 'latest: after downtime fire the most recent missed plan time once; all: fire '
                 'every missed one (up to backfill_limit); none: skip missed ones.';
     END IF;
@@ -221,12 +228,17 @@ BEGIN
         scopes = v_scopes,
         forbid_stale_reentry = v_forbid,
         enabled = v_enabled,
-        -- enabling again: like resume_schedule, only catch_up all owes the disabled window
+        -- enabling again, or restating a schedule the scheduler paused as unplannable (the
+        -- new declaration passed the grammar): like resume_schedule, only catch_up all owes
+        -- the window it did not fire
         planned_until = CASE
-            WHEN v_enabled AND NOT v_old.enabled AND upsert_schedule.catch_up <> 'all'
+            WHEN ((v_enabled AND NOT v_old.enabled) OR v_old.paused_reason IS NOT NULL)
+                AND upsert_schedule.catch_up <> 'all'
                 THEN greatest(s.planned_until, v_now)
             ELSE s.planned_until
         END,
+        paused_at = CASE WHEN v_old.paused_reason IS NOT NULL THEN NULL ELSE s.paused_at END,
+        paused_reason = NULL,
         next_run_at = v_now,
         claimed_by = NULL,
         claim_token = NULL,
@@ -245,22 +257,24 @@ COMMENT ON FUNCTION pgrun.upsert_schedule(
     text, text[], boolean
 ) IS
 'Create or restate the cron schedule (organization_id, name). cron: 5 fields (minute hour day month '
-'weekday), 6 with seconds last, or an @macro; the Python scheduler parses it with croniter, SQL checks its '
-'shape. timezone: a pg_timezone_names name (plan times follow its wall clock, DST included). Each plan '
-'time makes one job of job_type with payload, queue, priority, max_attempts, timeout_seconds (NULL = the '
-'job definition''s). catch_up after downtime: latest (the most recent missed plan time fires once), all '
-'(every missed one, the most recent backfill_limit 1..10000), none (missed ones are skipped; a plan time '
-'fires only when seen at most misfire_grace_seconds late). scope_kind organization / key with scopes: one '
-'tick and job per scope and plan time (organization: the job belongs to it; the payload gets "scope"). '
-'forbid_stale_reentry: a job whose lease expires is killed and its tick marked failed instead of running '
-'again. A paused schedule stays paused. The schedule belongs to the organization the caller acts for; '
-'a worker declares schedules of its scope''s job types only; scope_kind organization needs an admin or a '
-'role that may name any organization. A created or changed schedule leaves an audit_log row. Returns '
-'schedule_id, created, changed, next_run_at. Errors (42501): access.organization_denied, '
-'access.queue_denied, access.job_type_denied; (RQ003) access.organization_required, and '
-'(RQ003): schedule.invalid_name, schedule.invalid_cron, schedule.invalid_timezone, '
-'schedule.invalid_catch_up, schedule.invalid_backfill_limit, schedule.invalid_misfire_grace, '
-'schedule.invalid_scopes, schedule.reserved_payload_key, and enqueue_job''s job.* input codes.';
+'weekday), 6 with seconds last, or an @macro, in pgrun''s cron grammar (docs/schedules.md; the Python '
+'scheduler accepts exactly the same set), and able to fire. timezone: a pg_timezone_names name (plan '
+'times follow its wall clock, DST included). Each plan time makes one job of job_type with payload, '
+'queue, priority, max_attempts, timeout_seconds (NULL = the job definition''s). catch_up after downtime: '
+'latest (the most recent missed plan time fires once), all (every missed one, the most recent '
+'backfill_limit 1..10000), none (missed ones are skipped; a plan time fires only when seen at most '
+'misfire_grace_seconds late). scope_kind organization / key with scopes: one tick and job per scope and '
+'plan time (organization: the job belongs to it; the payload gets "scope"). forbid_stale_reentry: a job '
+'whose lease expires is killed and its tick marked failed instead of running again. A paused schedule '
+'stays paused (one the scheduler paused as unplannable resumes when restated). The schedule belongs to '
+'the organization the caller acts for; a worker declares schedules of its scope''s job types only; '
+'scope_kind organization needs an admin or a role that may name any organization. A created or changed '
+'schedule leaves an audit_log row. Returns schedule_id, created, changed, next_run_at. Errors (42501): '
+'access.organization_denied, access.queue_denied, access.job_type_denied; (RQ003) '
+'access.organization_required, and (RQ003): schedule.invalid_name, schedule.invalid_cron, '
+'schedule.invalid_timezone, schedule.invalid_catch_up, schedule.invalid_backfill_limit, '
+'schedule.invalid_misfire_grace, schedule.invalid_scopes, schedule.reserved_payload_key, and '
+'enqueue_job''s job.* input codes.';
 
 -- The audit row of a created or changed schedule: its whole declaration.
 CREATE OR REPLACE FUNCTION pgrun._schedule_audit_upsert(p_schedule pgrun.job_schedules)

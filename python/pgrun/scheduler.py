@@ -46,6 +46,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from pgrun import queries as q
+from pgrun.cron import check_cron, clip
 from pgrun.errors import InvalidInputError, LeaseLostError, PgrunError, translate
 
 if TYPE_CHECKING:
@@ -58,36 +59,40 @@ log = logging.getLogger("pgrun.scheduler")
 CATCH_UP_POLICIES = ("latest", "all", "none")
 DEFAULT_MAX_SCHEDULES = 100
 DEFAULT_LEASE_SECONDS = 60
-_MACROS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
+#: fire_schedule makes at most this many ticks (plan times x scopes) per call; a longer
+#: catch-up is fired in chunks under one claim.
+MAX_TICKS_PER_FIRE = 10000
+#: fire_schedule refuses a next run further away (it would silently stop the schedule).
+MAX_NEXT_RUN = timedelta(days=3652)
+#: list_schedules' largest page.
+MAX_LIST_ROWS = 1000
 
 
 # -- planning (pure) --------------------------------------------------------------------
 
 
-def validate_cron(cron: str, timezone: str = "UTC") -> None:
-    """Raise ``InvalidInputError`` (``schedule.invalid_cron`` / ``schedule.invalid_timezone``)
-    unless croniter can plan ``cron`` in ``timezone``.
+def validate_cron(cron: str, timezone: str = "UTC") -> str:
+    """The expression as pgrun stores it, or raises ``InvalidInputError``
+    (``schedule.invalid_cron`` / ``schedule.invalid_timezone``) unless pgrun can plan ``cron``
+    in ``timezone``.
 
-    5 fields (minute hour day-of-month month day-of-week), 6 with seconds last (croniter's
-    convention), or an @macro. The SQL side re-checks the shape; this is the full parse.
+    The cron grammar (``pgrun.cron``; docs/schedules.md) is the SQL check's, exactly; then
+    croniter must parse what the grammar accepted and find its next fire time.
     """
-    expr = " ".join(cron.split()) if isinstance(cron, str) else ""
-    fields = expr.split(" ") if expr else []
-    if not expr or (not expr.startswith("@") and len(fields) not in (5, 6)):
-        raise InvalidInputError(
-            "schedule.invalid_cron",
-            f"cron {cron!r}: {len(fields)} fields; use 5 (minute hour day month weekday) or 6 (seconds last)",
-        )
-    if expr.startswith("@") and expr.lower() not in _MACROS:
-        raise InvalidInputError("schedule.invalid_cron", f"cron {cron!r}: unknown macro")
+    expr = check_cron(cron)
     try:
         croniter(expr, datetime(2000, 1, 1, tzinfo=ZoneInfo("UTC"))).get_next(datetime)
     except (ValueError, KeyError, TypeError) as exc:
-        raise InvalidInputError("schedule.invalid_cron", f"cron {cron!r}: {exc}") from exc
+        raise InvalidInputError("schedule.invalid_cron", f"cron {clip(expr)!r}: {exc}") from exc
     _zone(timezone)
+    return expr
 
 
 def _zone(timezone: str) -> ZoneInfo:
+    if not isinstance(timezone, str) or len(timezone) > 200:
+        raise InvalidInputError(
+            "schedule.invalid_timezone", "the time zone is not a name of at most 200 characters"
+        )
     try:
         return ZoneInfo(timezone)
     except (ZoneInfoNotFoundError, ValueError, TypeError) as exc:
@@ -216,6 +221,7 @@ class PassReport:
     skipped: int = 0
     claims_lost: int = 0
     errors: int = 0
+    paused: int = 0  # schedules paused because they cannot be planned
     job_ids: list[str] = field(default_factory=list)
 
 
@@ -227,27 +233,81 @@ def _claim_params(scheduler_id: str, max_schedules: int, lease_seconds: int) -> 
     return {"scheduler_id": scheduler_id, "max_schedules": max_schedules, "lease_seconds": lease_seconds}
 
 
+class Unplannable(Exception):
+    """A claimed schedule this scheduler cannot plan; ``reason`` says why (it is stored with
+    the pause, so it is written for the operator)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 def _plan_row(row: dict[str, Any]) -> Plan:
-    return plan(
-        cron=row["cron"],
-        timezone=row["timezone"],
-        catch_up=row["catch_up"],
-        backfill_limit=row["backfill_limit"],
-        misfire_grace_seconds=row["misfire_grace_seconds"],
-        planned_until=row["planned_until"],
-        db_now=row["db_now"],
+    """The plan of a claimed schedule, or ``Unplannable``: an expression outside the grammar
+    (stored by an older install), a zone this host does not know, croniter failing, or a next
+    run further away than fire_schedule takes."""
+    try:
+        cron = check_cron(row["cron"])
+        p = plan(
+            cron=cron,
+            timezone=row["timezone"],
+            catch_up=row["catch_up"],
+            backfill_limit=row["backfill_limit"],
+            misfire_grace_seconds=row["misfire_grace_seconds"],
+            planned_until=row["planned_until"],
+            db_now=row["db_now"],
+        )
+    except PgrunError as exc:
+        raise Unplannable(f"{exc.code}: {exc.detail}") from exc
+    except (ValueError, TypeError, OverflowError) as exc:  # croniter's errors are ValueErrors
+        raise Unplannable(
+            f"croniter cannot plan cron {clip(str(row['cron']))!r} in {clip(str(row['timezone']))!r}: {exc}"
+        ) from exc
+    if p.next_run_at > row["db_now"] + MAX_NEXT_RUN:
+        raise Unplannable(
+            f"cron {row['cron']!r}: the next run ({p.next_run_at.isoformat()}) is more than 10 years away"
+        )
+    return p
+
+
+def _fire_calls(
+    row: dict[str, Any], p: Plan, scheduler_id: str, max_ticks: int = MAX_TICKS_PER_FIRE
+) -> list[dict[str, Any]]:
+    """The fire_schedule calls of one plan: one, or (more ticks than one call takes) chunks of
+    plan times under the same claim, every chunk but the last keeping it, planned up to its
+    last plan time and due again at the next chunk's first (so a scheduler that dies between
+    chunks leaves the rest to the next claimer)."""
+    per_call = max(1, max_ticks // max(1, int(row.get("scope_count") or 1)))
+    times = p.plan_times
+    calls: list[dict[str, Any]] = []
+    for start in range(0, max(len(times), 1), per_call):
+        chunk = times[start : start + per_call]
+        last = start + per_call >= len(times)
+        calls.append(
+            {
+                "schedule_id": row["schedule_id"],
+                "plan_times": chunk,
+                "next_run_at": p.next_run_at if last else times[start + per_call],
+                "claim_token": row["claim_token"],
+                "planned_until": p.planned_until if last else chunk[-1],
+                "scheduler_id": scheduler_id,
+                "keep_claim": not last,
+            }
+        )
+    return calls
+
+
+def _unplannable_params(row: dict[str, Any], exc: Unplannable) -> dict[str, Any]:
+    # the claim keeps others away; pausing (with why) keeps the schedule from being claimed
+    # again every lease period, forever, firing nothing
+    log.error(
+        "schedule %s (%s) cannot be planned; pausing it (resume_schedule, or restate it with "
+        "upsert_schedule, once fixed): %s",
+        row["name"],
+        row["schedule_id"],
+        exc.reason,
     )
-
-
-def _fire_params(row: dict[str, Any], p: Plan, scheduler_id: str) -> dict[str, Any]:
-    return {
-        "schedule_id": row["schedule_id"],
-        "plan_times": p.plan_times,
-        "next_run_at": p.next_run_at,
-        "claim_token": row["claim_token"],
-        "planned_until": p.planned_until,
-        "scheduler_id": scheduler_id,
-    }
+    return {"schedule_id": row["schedule_id"], "claim_token": row["claim_token"], "reason": exc.reason}
 
 
 def _account(report: PassReport, fired: Sequence[dict[str, Any]]) -> None:
@@ -276,8 +336,11 @@ def run_once(
     *,
     max_schedules: int = DEFAULT_MAX_SCHEDULES,
     lease_seconds: int = DEFAULT_LEASE_SECONDS,
+    max_ticks_per_fire: int = MAX_TICKS_PER_FIRE,
 ) -> PassReport:
-    """One pass on ``conn`` (autocommit, or each call is committed here): claim, plan, fire."""
+    """One pass on ``conn`` (autocommit, or each call is committed here): claim, plan, fire
+    (a long catch-up in calls of at most ``max_ticks_per_fire`` ticks, each committed), and
+    pause, with the reason, a claimed schedule that cannot be planned."""
     report = PassReport()
     with conn.cursor(row_factory=dict_row) as cur:
         try:
@@ -291,18 +354,25 @@ def run_once(
         for row in rows:
             try:
                 p = _plan_row(row)
-            except (PgrunError, ValueError, KeyError) as exc:
-                # the claim keeps this schedule away from others until it expires; then it is retried
-                _fire_failed(report, row, exc)
+            except Unplannable as exc:
+                try:
+                    cur.execute(q.PAUSE_UNPLANNABLE_SCHEDULE, _unplannable_params(row, exc))
+                except psycopg.Error as err:
+                    _rollback(conn)
+                    _fire_failed(report, row, translate(err) or err)
+                else:
+                    _commit(conn)
+                    report.paused += 1
                 continue
             report.skipped += p.skipped
-            try:
-                cur.execute(q.FIRE_SCHEDULE, _fire_params(row, p, scheduler_id))
-                _account(report, cur.fetchall())
-            except psycopg.Error as exc:
-                _rollback(conn)
-                _fire_failed(report, row, translate(exc) or exc)
-            else:
+            for params in _fire_calls(row, p, scheduler_id, max_ticks_per_fire):
+                try:
+                    cur.execute(q.FIRE_SCHEDULE, params)
+                    _account(report, cur.fetchall())
+                except psycopg.Error as exc:
+                    _rollback(conn)
+                    _fire_failed(report, row, translate(exc) or exc)
+                    break
                 _commit(conn)
     return report
 
@@ -373,11 +443,13 @@ class Scheduler:
         *,
         declared: Sequence[ScheduleDeclaration] = (),
         max_schedules: int = DEFAULT_MAX_SCHEDULES,
+        max_ticks_per_fire: int = MAX_TICKS_PER_FIRE,
     ) -> None:
         self.client = client
         self.config = config
         self.declared = list(declared)
         self.max_schedules = max_schedules
+        self.max_ticks_per_fire = max_ticks_per_fire
         self.scheduler_id = f"{config.worker_id}:scheduler"
         self.lease_seconds = max(DEFAULT_LEASE_SECONDS, 2 * config.schedule_poll_interval_seconds)
 
@@ -427,15 +499,22 @@ class Scheduler:
             for row in rows:
                 try:
                     p = _plan_row(row)
-                except (PgrunError, ValueError, KeyError) as exc:
-                    _fire_failed(report, row, exc)
+                except Unplannable as exc:
+                    try:
+                        await cur.execute(q.PAUSE_UNPLANNABLE_SCHEDULE, _unplannable_params(row, exc))
+                    except psycopg.Error as err:
+                        _fire_failed(report, row, translate(err) or err)
+                    else:
+                        report.paused += 1
                     continue
                 report.skipped += p.skipped
-                try:
-                    await cur.execute(q.FIRE_SCHEDULE, _fire_params(row, p, self.scheduler_id))
-                    _account(report, await cur.fetchall())
-                except psycopg.Error as exc:
-                    _fire_failed(report, row, translate(exc) or exc)
+                for params in _fire_calls(row, p, self.scheduler_id, self.max_ticks_per_fire):
+                    try:
+                        await cur.execute(q.FIRE_SCHEDULE, params)
+                        _account(report, await cur.fetchall())
+                    except psycopg.Error as exc:
+                        _fire_failed(report, row, translate(exc) or exc)
+                        break
         if report.fired:
             log.info("fired %d plan time(s)", report.fired)
         return report
@@ -515,9 +594,25 @@ def upsert_schedule(conn: psycopg.Connection[Any], declaration: ScheduleDeclarat
 
 
 def list_schedules(conn: psycopg.Connection[Any], organization_id: str | None = None) -> list[dict[str, Any]]:
+    """Every schedule the connection's role may see, by organization then name: all pages of
+    ``pgrun.list_schedules`` (which pages by schedule id, at most 1000 rows a call)."""
+    rows: list[dict[str, Any]] = []
+    after_id = None
     with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute(q.LIST_SCHEDULES, {"organization_id": organization_id})
-        return cur.fetchall()
+        while True:
+            params = {"organization_id": organization_id, "after_id": after_id, "max_rows": MAX_LIST_ROWS}
+            try:
+                cur.execute(q.LIST_SCHEDULES, params)
+                page = cur.fetchall()
+            except psycopg.Error as exc:
+                raise (translate(exc) or exc) from exc
+            rows.extend(page)
+            if len(page) < MAX_LIST_ROWS:
+                break
+            after_id = page[-1]["schedule_id"]
+    _commit(conn)
+    rows.sort(key=lambda r: (r["organization_id"] is not None, str(r["organization_id"] or ""), r["name"]))
+    return rows
 
 
 # -- python -m pgrun.scheduler --------------------------------------------------------------

@@ -44,6 +44,7 @@ INSERT INTO expected VALUES
     ('reap_expired_leases', '{admin,worker}'),
     ('claim_due_schedules', '{admin,worker}'),
     ('fire_schedule', '{admin,worker}'),
+    ('pause_unplannable_schedule', '{admin,worker}'),
     ('purge_finished_jobs', '{admin}'),
     ('set_job_runtime_config', '{admin}'),
     ('run_schedule_now', '{admin}'),
