@@ -328,7 +328,10 @@ def test_a_result_or_state_over_the_types_cap_fails_only_its_own_job(db: str) ->
 
 
 def test_a_release_conflict_holds_back_only_that_runs_outcomes(db: str) -> None:
-    gate = Gate(4)
+    """One batch: three plain jobs, the job of a run whose lock a side session holds, the job
+    of another run. The plain jobs and the free run finish while the lock is held; the held
+    run's job finishes once the side session ends."""
+    gate = Gate(5)
     app = App()
 
     @app.job("t.plain")
@@ -341,36 +344,40 @@ def test_a_release_conflict_holds_back_only_that_runs_outcomes(db: str) -> None:
         await gate.wait()
         return "step"
 
-    wf = Workflow("held")
-    wf.job("only", "wf.step")
+    runs: dict[str, Any] = {}
     with Client.connect(db) as client, psycopg.connect(db) as holder:
-        run_id = client.enqueue_workflow(wf).run_id
+        for name in ("held", "free"):
+            wf = Workflow(name)
+            wf.job("only", "wf.step")
+            runs[name] = client.enqueue_workflow(wf).run_id
         plain_ids = [client.enqueue_job("t.plain").job_id for _ in range(3)]
         # the run's exclusive lock, as a cancel of the run holds it
-        holder.execute("SELECT pgrun._workflow_lock_runs(ARRAY[%s]::uuid[], 'exclusive')", [run_id])
+        holder.execute("SELECT pgrun._workflow_lock_runs(ARRAY[%s]::uuid[], 'exclusive')", [runs["held"]])
         released_at: list[float] = []
-        plain_done_at: list[float] = []
+        others_done_at: list[float] = []
 
         def watch(c: Client) -> bool:
             if gate.event is not None and gate.event.is_set() and not released_at:
                 released_at.append(time.monotonic())
-            if not plain_done_at:
-                if statuses(c, plain_ids) == ["succeeded"] * 3:
-                    plain_done_at.append(time.monotonic())
-                    # the run's job is still running: its outcome waits for the lock
-                    assert c.get_job(step_of(c.get_workflow_run(run_id))["job_id"])["status"] == "running"
+            if not others_done_at:
+                plain_done = statuses(c, plain_ids) == ["succeeded"] * 3
+                if plain_done and c.get_workflow_run(runs["free"])["status"] == "succeeded":
+                    others_done_at.append(time.monotonic())
+                    # the held run's job is still running: its outcome waits for the lock
+                    held_job = step_of(c.get_workflow_run(runs["held"]))["job_id"]
+                    assert c.get_job(held_job)["status"] == "running"
                     holder.commit()
                 return False
-            return c.get_workflow_run(run_id)["status"] == "succeeded"
+            return c.get_workflow_run(runs["held"])["status"] == "succeeded"
 
         try:
             took = run_worker_until(app, fast_config(db), watch, timeout=40)
         finally:
             holder.rollback()
-        final = client.get_workflow_run(run_id)
-    assert released_at and plain_done_at
-    # the plain jobs waited for one lock timeout (5 s) at most, never for the holder
-    assert plain_done_at[0] - released_at[0] < 15
+        final = client.get_workflow_run(runs["held"])
+    assert released_at and others_done_at
+    # the others waited for one lock timeout (5 s) at most, never for the holder
+    assert others_done_at[0] - released_at[0] < 15
     assert final["status"] == "succeeded" and step_of(final)["status"] == "succeeded"
     assert took < 40
 

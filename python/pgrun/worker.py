@@ -25,10 +25,11 @@ One ``Worker`` is a handful of asyncio tasks sharing one connection pool:
   - the server went away or asked for a retry (connection loss, serialization failure,
     deadlock, lock or statement timeout: ``_transient``): the batch stays buffered and is
     written again as it is after a pause;
-  - ``workflow.release_conflict`` (a run's release lock is busy): the batch is written again
-    one workflow run at a time, plain jobs first; the outcomes of a run that still conflicts
-    are parked with that run (``_retry_run``, with back-off, its later outcomes joining
-    them) so they never hold back their batch-mates or the next batches;
+  - ``workflow.release_conflict`` (a run's release lock is busy): the plain jobs' outcomes
+    are written again at once; the workflow jobs' are parked with their run and written by
+    that run's own retry (``_retry_run``: 0.2 s later, then with back-off, at most
+    ``PARKED_WRITES`` at a time; the run's later outcomes join them), so a run that still
+    conflicts never holds back its batch-mates, other runs or the next batches;
   - anything else: the batch is split in halves and each half written, until the refused
     outcome is alone; a refused completion then becomes a ``result_invalid`` failure, a
     refused failure is written once more as ``failure_invalid`` (without its delay), a
@@ -93,6 +94,8 @@ FLUSH_DELAY = 0.002
 FLUSH_MAX = 500
 #: Back-off after a failed database call (server gone, pool exhausted): doubles to the cap.
 RETRY_MIN, RETRY_MAX = 0.2, 5.0
+#: At most this many writes of parked outcomes (see ``_retry_run``) at a time.
+PARKED_WRITES = 2
 #: The longest error message the worker sends (pgrun stores at most 4,000 characters).
 MAX_ERROR_MESSAGE = 4000
 #: A crash is stored as its exception's type and at most this much of its text (by default).
@@ -179,6 +182,9 @@ class Worker:
         #: Outcomes waiting for a workflow run's release conflict to clear, by run.
         self._parked: dict[UUID, list[_Outcome]] = {}
         self._parked_tasks: set[asyncio.Task[None]] = set()
+        # Parked writes may each wait out a lock timeout: they never take more than these
+        # connections from the pool, which claims and heartbeats share.
+        self._parked_writes = asyncio.Semaphore(PARKED_WRITES)
 
     # -- public --------------------------------------------------------------------------
 
@@ -477,20 +483,20 @@ class Worker:
             pending.retry += outcomes
             return
         if _release_conflict(exc):
-            groups = _by_run(outcomes)
-            if len(groups) > 1:
-                log.info("workflow.release_conflict in a batch of %d run(s); writing run by run", len(groups))
-                for group in groups:
-                    await write(group, pending)
-            elif outcomes[0].running.job.workflow_run_id is None:  # not expected: retry
+            held = [o for o in outcomes if o.running.job.workflow_run_id is not None]
+            if not held:  # not expected: only a workflow job's release takes a run's lock
                 pending.retry += outcomes
-            else:
-                log.info(
-                    "workflow run %s: release conflict; its %d outcome(s) wait for it",
-                    outcomes[0].running.job.workflow_run_id,
-                    len(outcomes),
-                )
-                pending.conflicted += outcomes
+                return
+            plain = [o for o in outcomes if o.running.job.workflow_run_id is None]
+            log.info(
+                "workflow.release_conflict: %d outcome(s) of workflow jobs wait with their run; "
+                "writing the %d other(s) now",
+                len(held),
+                len(plain),
+            )
+            pending.conflicted += held
+            if plain:
+                await write(plain, pending)
             return
         if len(outcomes) == 1:
             refused(outcomes[0], exc, pending)
@@ -614,16 +620,17 @@ class Worker:
         delay = RETRY_MIN
         while True:
             await asyncio.sleep(delay)
-            batch, self._parked[run_id] = self._parked[run_id], []
-            try:
-                pending = await self._write(batch)
-            except Exception:
-                log.exception(
-                    "writing %d outcome(s) of workflow run %s failed; dropping them", len(batch), run_id
-                )
-                for outcome in batch:
-                    self._leases.pop(outcome.running.job.job_id, None)
-                pending = _Pending()
+            async with self._parked_writes:
+                batch, self._parked[run_id] = self._parked[run_id], []
+                try:
+                    pending = await self._write(batch)
+                except Exception:
+                    log.exception(
+                        "writing %d outcome(s) of workflow run %s failed; dropping them", len(batch), run_id
+                    )
+                    for outcome in batch:
+                        self._leases.pop(outcome.running.job.job_id, None)
+                    pending = _Pending()
             self._parked[run_id] += pending.conflicted + pending.retry
             if not self._parked[run_id]:
                 del self._parked[run_id]
@@ -752,16 +759,6 @@ def _continue_refusal_code(exc: BaseException) -> str | None:
         if exc.code in ("job.invalid_step", "job.invalid_delay"):
             return "continue_invalid"
     return "state_invalid" if _content_error(exc) else None
-
-
-def _by_run(outcomes: list[_Outcome]) -> list[list[_Outcome]]:
-    """The outcomes grouped by workflow run: plain jobs first, then the runs in id order."""
-    groups: dict[UUID | None, list[_Outcome]] = {}
-    for outcome in outcomes:
-        groups.setdefault(outcome.running.job.workflow_run_id, []).append(outcome)
-    plain = groups.pop(None, None)
-    ordered = [groups[run_id] for run_id in sorted(groups, key=str)]
-    return [plain, *ordered] if plain else ordered
 
 
 def _describe(exc: BaseException) -> str:
