@@ -783,9 +783,9 @@ def _json_problem(value: Any) -> str | None:
         return f"not JSON ({_clip(str(exc), CRASH_MESSAGE_CHARS)})"
     except (TypeError, RecursionError) as exc:
         return f"not JSON ({type(exc).__name__}: {_clip(str(exc), CRASH_MESSAGE_CHARS)})"
-    if any(len(match.group(1)) % 2 for match in _NUL_ESCAPE.finditer(text)):
+    if "\\u0000" in text and any(len(match.group(1)) % 2 for match in _NUL_ESCAPE.finditer(text)):
         return "a string holds a NUL character (\\u0000), which jsonb cannot store"
-    if not _encodable(text):
+    if not text.isascii() and not _encodable(text):
         return "a string holds a surrogate code point (\\ud800-\\udfff), which jsonb cannot store"
     return None
 
