@@ -35,11 +35,21 @@ def _database_url(args: argparse.Namespace) -> str:
 
 def cmd_migrate(args: argparse.Namespace) -> int:
     log: list[str] = []
+    warnings: list[str] = []
     try:
-        applied = migrations.migrate(_database_url(args), log, prefix=args.role_prefix)
+        applied = migrations.migrate(
+            _database_url(args),
+            log,
+            prefix=args.role_prefix,
+            lock_timeout=args.lock_timeout,
+            warnings=warnings,
+        )
     except migrations.MigrationError as exc:
         print(f"pgrun migrate: {exc}", file=sys.stderr)
         return 1
+    finally:
+        for warning in warnings:
+            print(f"pgrun migrate: warning: {warning}", file=sys.stderr)
     for line in log:
         print(line)
     print("schema is up to date" if not applied else f"applied {len(applied)} migration(s)")
@@ -47,11 +57,15 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def cmd_check_schema(args: argparse.Namespace) -> int:
+    warnings: list[str] = []
     try:
-        problems = migrations.check_schema(_database_url(args))
+        problems = migrations.check_schema(_database_url(args), warnings)
     except migrations.MigrationError as exc:
         print(f"pgrun check-schema: {exc}", file=sys.stderr)
         return 1
+    # A warning is a risk to the schema, not a difference from this code: the exit code stays.
+    for warning in warnings:
+        print(f"pgrun check-schema: warning: {warning}", file=sys.stderr)
     if problems:
         for problem in problems:
             print(f"pgrun check-schema: {problem}", file=sys.stderr)
@@ -404,6 +418,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("migrate", help="apply the schema to DATABASE_URL")
     p.add_argument("--database-url", help="defaults to $DATABASE_URL")
+    p.add_argument(
+        "--lock-timeout",
+        type=float,
+        help="seconds to wait for another migration to finish before naming it and giving up "
+        f"(default {migrations.DEFAULT_LOCK_TIMEOUT:g}, or ${migrations.LOCK_TIMEOUT_ENV}; 0: no limit)",
+    )
     p.add_argument(
         "--role-prefix",
         help="the prefix of pgrun's group roles on a first install (default pgrun, or $PGRUN_ROLE_PREFIX): "

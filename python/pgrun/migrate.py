@@ -2,14 +2,23 @@
 
 * ``sql/NNNN_name.sql`` files are applied once each, in version order, each in its
   own transaction. Inside that transaction the history row is written first, so a
-  second migrator that somehow got past the advisory lock collides on the primary key
+  second migrator that somehow got past the migration lock collides on the primary key
   instead of running the file twice. (The very first file creates the history table,
   so its row is written right after it, still in the same transaction.)
 * The ``plpgsql/`` tree is concatenated in a fixed order (``PLPGSQL_ORDER``, then file
   name) and applied as one repeatable unit whenever its checksum differs from the one
   recorded. Its files only hold ``CREATE OR REPLACE`` and ``COMMENT`` statements.
-* Everything runs under one session advisory lock, so any number of app instances
-  may migrate at once: one applies, the others wait and then find nothing to do.
+* Each step (read the history, apply the next file) is one transaction that first locks the
+  history table, ``pgrun.schema_migrations``, in EXCLUSIVE mode: an object only pgrun's
+  owner and the migrating role may lock, so any number of app instances may migrate at
+  once (one applies, the others wait and then find nothing to do) and no client role can
+  stall them. The very first install has no table yet: it serialises on a transaction
+  advisory lock instead, until 0001 has made the table. Either wait is bounded
+  (``lock_timeout``, default 60 s); then migrate stops and names the session holding it.
+* Every connection the runner opens pins ``search_path`` to ``pg_catalog, pg_temp`` before
+  its first statement, so no schema the migrator's role or session puts on its path (and
+  another role may write, like PostgreSQL 14's ``public``) can put a function in the way
+  of a built-in call; the psql bundle pins it the same way.
 * The role model (docs/security.md) is applied by ``pgrun._security_apply()`` in the
   transaction of every migration, once the plpgsql tree defines it: pgrun's group roles,
   the ownership of every object, and EXECUTE on each function for exactly the roles the
@@ -37,7 +46,7 @@ from typing import cast
 
 import psycopg
 
-# One key for every pgrun migrator: the first 8 bytes of sha256("pgrun.migrate").
+# The lock of a first install (no history table yet): the first 8 bytes of sha256("pgrun.migrate").
 ADVISORY_LOCK_KEY = int.from_bytes(hashlib.sha256(b"pgrun.migrate").digest()[:8], "big", signed=True)
 PLPGSQL_ORDER = ("util", "jobs", "workflows", "schedules", "admin")
 REPEATABLE_VERSION = "plpgsql"
@@ -47,7 +56,12 @@ _VERSIONED_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 DEFAULT_ROLE_PREFIX = "pgrun"
 _ROLE_PREFIX = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 _SECURITY_APPLY = "SELECT pgrun._security_apply()"
-_HAS_SECURITY = "SELECT to_regprocedure('pgrun._security_apply()') IS NOT NULL"
+_HAS_SECURITY = "SELECT pg_catalog.to_regprocedure('pgrun._security_apply()') IS NOT NULL"
+#: The search_path of every statement the runner and the bundle run (docs/security.md).
+PINNED_SEARCH_PATH = "pg_catalog, pg_temp"
+#: How long migrate waits for the migration lock before it names the holder and stops.
+DEFAULT_LOCK_TIMEOUT = 60.0
+LOCK_TIMEOUT_ENV = "PGRUN_MIGRATE_LOCK_TIMEOUT"
 
 
 class MigrationError(RuntimeError):
@@ -151,8 +165,7 @@ def all_migrations() -> list[Migration]:
 
 def read_history(conn: psycopg.Connection[tuple[object, ...]]) -> dict[str, AppliedMigration] | None:
     """The recorded history, or None when pgrun was never installed here."""
-    row = conn.execute("SELECT to_regclass('pgrun.schema_migrations') IS NOT NULL").fetchone()
-    if row is None or not row[0]:
+    if not _has_history_table(conn):
         return None
     rows = conn.execute(
         "SELECT version, name, kind, checksum FROM pgrun.schema_migrations ORDER BY version"
@@ -161,6 +174,23 @@ def read_history(conn: psycopg.Connection[tuple[object, ...]]) -> dict[str, Appl
         str(version): AppliedMigration(str(version), str(name), str(kind), str(checksum))
         for version, name, kind, checksum in rows
     }
+
+
+# A query of the catalog, not to_regclass(): it reads with the statement's snapshot, so right
+# after the first-install lock it sees the table another migrator has just committed (a name
+# lookup may still answer from this backend's cache of "no such relation").
+_HISTORY_TABLE_EXISTS = """
+SELECT EXISTS (
+    SELECT FROM pg_catalog.pg_class AS c
+    JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+    WHERE n.nspname = 'pgrun' AND c.relname = 'schema_migrations'
+)
+"""
+
+
+def _has_history_table(conn: psycopg.Connection[tuple[object, ...]]) -> bool:
+    row = conn.execute(_HISTORY_TABLE_EXISTS).fetchone()
+    return bool(row and row[0])
 
 
 @dataclass(frozen=True)
@@ -288,10 +318,73 @@ def security_drift(conn: psycopg.Connection[tuple[object, ...]]) -> list[str] | 
     return [str(r[0]) for r in conn.execute("SELECT statement FROM pgrun._security_plan(false)")]
 
 
-def check_schema(dsn: str) -> list[str]:
-    """Read-only: the problems that stand between this database and this code."""
-    with psycopg.connect(dsn, autocommit=True) as conn:
+def _quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _connect(dsn: str) -> tuple[psycopg.Connection[tuple[object, ...]], list[str]]:
+    """An autocommit connection whose search_path is pinned to ``pg_catalog, pg_temp`` before
+    any other statement, and the schemas that were on its path before (the role's or the
+    session's own: ``"$user", public`` by default)."""
+    conn = psycopg.connect(dsn, autocommit=True, fallback_application_name="pgrun migrate")
+    try:
+        # Schema-qualified, so nothing on the path it reads can stand in for it.
+        row = conn.execute("SELECT pg_catalog.current_schemas(false)").fetchone()
+        conn.execute(f"SET search_path = {PINNED_SEARCH_PATH}")
+    except BaseException:
+        conn.close()
+        raise
+    return conn, [str(name) for name in cast(list[str], row[0] if row else [])]
+
+
+_WRITABLE_SCHEMAS = """
+SELECT s.name, has_schema_privilege('public', n.oid, 'CREATE'),
+    array(
+        SELECT r.rolname::text FROM pg_roles AS r
+        WHERE r.rolname <> current_user AND NOT r.rolsuper AND r.rolname !~ '^pg_'
+          AND has_schema_privilege(r.oid, n.oid, 'CREATE')
+        ORDER BY r.rolname
+    )
+FROM unnest(%s::text[]) WITH ORDINALITY AS s (name, position)
+JOIN pg_namespace AS n ON n.nspname = s.name
+WHERE s.name <> 'pg_catalog'
+ORDER BY s.position
+"""
+
+
+def writable_path_schemas(conn: psycopg.Connection[tuple[object, ...]], path: list[str]) -> list[str]:
+    """One warning per schema on ``path`` (the migrating role's own search_path) in which
+    another role may create objects: PUBLIC, or any role but this one, the superusers and
+    PostgreSQL's predefined pg_* roles (members of the owner count: they may write too)."""
+    warnings: list[str] = []
+    for name, by_public, roles in conn.execute(_WRITABLE_SCHEMAS, (path,)).fetchall():
+        others = cast(list[str], roles)
+        if by_public:
+            who, revoke = "every role (PUBLIC)", "PUBLIC"
+        elif others:
+            shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+            who, revoke = f"role(s) {shown}", ", ".join(_quote_ident(r) for r in others)
+        else:
+            continue
+        warnings.append(
+            f"schema {name} is on this role's search_path and {who} may create objects in it: a "
+            "function planted there can take the place of a built-in one in a session that does not "
+            "pin its search_path (pgrun migrate and the bundle pin theirs). "
+            f"REVOKE CREATE ON SCHEMA {_quote_ident(str(name))} FROM {revoke}; or take it off the "
+            "role's search_path (docs/security.md)."
+        )
+    return warnings
+
+
+def check_schema(dsn: str, warnings: list[str] | None = None) -> list[str]:
+    """Read-only: the problems that stand between this database and this code. ``warnings``,
+    when given, receives what is not a problem of the schema but a risk to it (a schema on
+    the path that others may write)."""
+    conn, path = _connect(dsn)
+    with conn:
         conn.read_only = True
+        if warnings is not None:
+            warnings += writable_path_schemas(conn, path)
         problems = [p.message for p in find_problems(read_history(conn), all_migrations())]
         drift = security_drift(conn) if not problems else None
         if drift:
@@ -317,52 +410,183 @@ def has_test_clock(conn: psycopg.Connection[tuple[object, ...]]) -> bool:
     return bool(row and row[0])
 
 
-def migrate(dsn: str, log: list[str] | None = None, *, prefix: str | None = None) -> list[str]:
+def lock_timeout_seconds(explicit: float | None = None) -> float:
+    """How long migrate waits for the migration lock: ``explicit``, else
+    ``PGRUN_MIGRATE_LOCK_TIMEOUT``, else 60 s; 0 waits as long as it takes."""
+    value: object = explicit
+    if value is None:
+        value = os.environ.get(LOCK_TIMEOUT_ENV) or DEFAULT_LOCK_TIMEOUT
+    try:
+        seconds = float(cast(float, value))
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds <= 86400:
+        raise MigrationError(
+            f"lock timeout {value!r} is not a number of seconds from 0 (no limit) to 86400 "
+            f"(--lock-timeout, {LOCK_TIMEOUT_ENV})"
+        )
+    return seconds
+
+
+def migrate(
+    dsn: str,
+    log: list[str] | None = None,
+    *,
+    prefix: str | None = None,
+    lock_timeout: float | None = None,
+    warnings: list[str] | None = None,
+) -> list[str]:
     """Apply what is missing; return the labels applied (empty when up to date).
 
     ``prefix`` names pgrun's group roles on a first install (default ``pgrun``; also
-    ``PGRUN_ROLE_PREFIX``); on a database that has them it must match the recorded one."""
+    ``PGRUN_ROLE_PREFIX``); on a database that has them it must match the recorded one.
+    ``lock_timeout`` (seconds, see ``lock_timeout_seconds``) bounds the wait for the
+    migration lock. ``warnings``, when given, receives the risks ``check_schema`` warns of."""
     code = all_migrations()
     applied: list[str] = []
     wanted_prefix = role_prefix(prefix)
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    timeout = lock_timeout_seconds(lock_timeout)
+    conn, path = _connect(dsn)
+    with conn:
+        if warnings is not None:
+            warnings += writable_path_schemas(conn, path)
+        # The migrations' own statements wait for the locks they need as long as it takes.
         conn.execute("SET lock_timeout = 0")
-        conn.execute("SELECT pg_advisory_lock(%s)", (ADVISORY_LOCK_KEY,))
-        try:
-            history = read_history(conn)
-            blocking = [p.message for p in find_problems(history, code) if p.blocking]
-            recorded_prefix = _recorded_prefix(conn)
-            if wanted_prefix and recorded_prefix and wanted_prefix != recorded_prefix:
-                blocking.append(
-                    f"this database's pgrun roles use the prefix {recorded_prefix!r}, not {wanted_prefix!r}; "
-                    "a database keeps the prefix it was installed with"
-                )
-            if any(m.version >= ROLE_MODEL_VERSION for m in code if m.kind == "versioned"):
-                blocking += _role_problems(conn, recorded_prefix or wanted_prefix or DEFAULT_ROLE_PREFIX)
-            if blocking:
-                raise MigrationError("\n".join(blocking))
-            if wanted_prefix:
-                conn.execute("SELECT set_config('pgrun.role_prefix', %s, false)", (wanted_prefix,))
-            # The first migration creates the history table; every later one finds it.
-            history_exists = history is not None
-            recorded = history or {}
-            for migration in code:
-                done = recorded.get(migration.version)
-                if done is not None and done.checksum == migration.checksum:
-                    continue
-                _apply(conn, migration, history_exists=history_exists)
-                history_exists = True
-                applied.append(migration.label)
-                if log is not None:
-                    log.append(f"applied {migration.label}")
-            if not applied and security_drift(conn):
-                with conn.transaction():
-                    row = conn.execute(_SECURITY_APPLY).fetchone()
-                if log is not None:
-                    log.append(f"applied {row[0] if row else 0} privilege change(s) (docs/security.md)")
-        finally:
-            conn.execute("SELECT pg_advisory_unlock(%s)", (ADVISORY_LOCK_KEY,))
+        if wanted_prefix:
+            conn.execute("SELECT set_config('pgrun.role_prefix', %s, false)", (wanted_prefix,))
+        # One transaction per step: lock, read the history, refuse or apply the next file.
+        while True:
+            with conn.transaction():
+                history = _lock(conn, timeout)
+                _refuse(conn, code, history, wanted_prefix)
+                due = next((m for m in code if not _is_applied(m, history)), None)
+                if due is None:
+                    if not applied and security_drift(conn):
+                        row = conn.execute(_SECURITY_APPLY).fetchone()
+                        changes = row[0] if row else 0
+                        if log is not None:
+                            log.append(f"applied {changes} privilege change(s) (docs/security.md)")
+                    break
+                _apply(conn, due, history_exists=history is not None)
+            applied.append(due.label)
+            if log is not None:
+                log.append(f"applied {due.label}")
     return applied
+
+
+def _is_applied(migration: Migration, history: dict[str, AppliedMigration] | None) -> bool:
+    done = (history or {}).get(migration.version)
+    return done is not None and done.checksum == migration.checksum
+
+
+def _refuse(
+    conn: psycopg.Connection[tuple[object, ...]],
+    code: list[Migration],
+    history: dict[str, AppliedMigration] | None,
+    wanted_prefix: str | None,
+) -> None:
+    """Raise what stops migrate before anything is applied (checked again at every step:
+    another migrator may have moved the database on in between)."""
+    blocking = [p.message for p in find_problems(history, code) if p.blocking]
+    recorded_prefix = _recorded_prefix(conn)
+    if wanted_prefix and recorded_prefix and wanted_prefix != recorded_prefix:
+        blocking.append(
+            f"this database's pgrun roles use the prefix {recorded_prefix!r}, not {wanted_prefix!r}; "
+            "a database keeps the prefix it was installed with"
+        )
+    if any(m.version >= ROLE_MODEL_VERSION for m in code if m.kind == "versioned"):
+        blocking += _role_problems(conn, recorded_prefix or wanted_prefix or DEFAULT_ROLE_PREFIX)
+    if blocking:
+        raise MigrationError("\n".join(blocking))
+
+
+# The sessions holding (or queued ahead for) a lock that conflicts with ours, first the holders.
+_LOCK_HOLDERS = """
+SELECT l.pid, a.usename, a.application_name,
+    to_char(coalesce(a.xact_start, a.backend_start) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS "UTC"'),
+    a.state, l.granted
+FROM pg_locks AS l
+LEFT JOIN pg_stat_activity AS a ON a.pid = l.pid
+WHERE l.pid <> pg_backend_pid()
+  AND l.database = (SELECT d.oid FROM pg_database AS d WHERE d.datname = current_database())
+  AND {target}
+ORDER BY l.granted DESC, a.xact_start NULLS LAST, l.pid
+LIMIT 3
+"""
+_TABLE_TARGET = (
+    "l.locktype = 'relation' AND l.relation = 'pgrun.schema_migrations'::regclass "
+    "AND l.mode <> 'AccessShareLock'"
+)
+_ADVISORY_TARGET = "l.locktype = 'advisory' AND l.classid = %s::bigint::oid AND l.objid = %s::bigint::oid"
+
+
+def _lock(conn: psycopg.Connection[tuple[object, ...]], timeout: float) -> dict[str, AppliedMigration] | None:
+    """Take the migration lock for the rest of this transaction, waiting at most ``timeout``
+    seconds; return the history read under it.
+
+    The lock is the history table itself in EXCLUSIVE mode: only its owner (pgrun's owner
+    role, which the migrating role is a member of) may take a conflicting lock on it, so no
+    client role can stall migrate. Readers (check-schema) are not blocked. A first install
+    has no table: it takes a transaction advisory lock, whose key anyone could hold; a holder
+    there makes the first migrate wait ``timeout`` and say who it is, like the table."""
+    conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{max(round(timeout * 1000), 0)}ms",))
+    if not _has_history_table(conn):
+        hi, lo = (ADVISORY_LOCK_KEY >> 32) & 0xFFFFFFFF, ADVISORY_LOCK_KEY & 0xFFFFFFFF
+        _wait(
+            conn,
+            "SELECT pg_advisory_xact_lock(%s)",
+            (ADVISORY_LOCK_KEY,),
+            _ADVISORY_TARGET,
+            (hi, lo),
+            f"the first-install advisory lock {ADVISORY_LOCK_KEY}",
+            timeout,
+        )
+    if _has_history_table(conn):
+        _wait(
+            conn,
+            "LOCK TABLE pgrun.schema_migrations IN EXCLUSIVE MODE",
+            None,
+            _TABLE_TARGET,
+            None,
+            "table pgrun.schema_migrations",
+            timeout,
+        )
+    conn.execute("SELECT set_config('lock_timeout', '0', true)")
+    return read_history(conn)
+
+
+def _wait(
+    conn: psycopg.Connection[tuple[object, ...]],
+    statement: str,
+    params: tuple[object, ...] | None,
+    target: str,
+    target_params: tuple[object, ...] | None,
+    what: str,
+    timeout: float,
+) -> None:
+    try:
+        # A savepoint: when the wait times out, the step's transaction can still ask who holds it.
+        with conn.transaction():
+            conn.execute(statement, params)
+    except psycopg.errors.LockNotAvailable:
+        holders = conn.execute(_LOCK_HOLDERS.replace("{target}", target), target_params).fetchall()
+        raise MigrationError(locked_message(what, holders, timeout)) from None
+
+
+def locked_message(what: str, holders: list[tuple[object, ...]], timeout: float) -> str:
+    """One line: who holds the migration lock, and what to do."""
+    described = [
+        f"pid {pid} (role {user or '?'}, application_name '{app or ''}', since {since or '?'}, "
+        f"{state or 'state unknown'}{'' if granted else ', queued ahead'})"
+        for pid, user, app, since, state, granted in holders
+    ]
+    held_by = "; ".join(described) if described else "a session that has let go of it since: migrate again"
+    first = f" (SELECT pg_terminate_backend({holders[0][0]}))" if holders else ""
+    return (
+        f"pgrun.migrate_locked: the migration lock ({what}) is held by {held_by}; migrate waited "
+        f"{timeout:g} s for it. Let that session finish or end it{first}, then migrate again; "
+        f"--lock-timeout or {LOCK_TIMEOUT_ENV} sets the wait (docs/migrations.md)."
+    )
 
 
 # Before the plpgsql/ tree is (re)applied, every pgrun function that no table, view or
@@ -386,7 +610,7 @@ BEGIN
           )
         ORDER BY p.oid
     LOOP
-        EXECUTE format('DROP FUNCTION %s', v_function);
+        EXECUTE pg_catalog.format('DROP FUNCTION %s', v_function);
     END LOOP;
 END;
 $pgrun_prepare$;
@@ -396,33 +620,33 @@ _RECORD = """
 INSERT INTO pgrun.schema_migrations (version, name, kind, checksum)
 VALUES (%(version)s, %(name)s, %(kind)s, %(checksum)s)
 ON CONFLICT (version) DO UPDATE
-SET name = excluded.name, checksum = excluded.checksum, applied_at = clock_timestamp()
+SET name = excluded.name, checksum = excluded.checksum, applied_at = pg_catalog.clock_timestamp()
 WHERE pgrun.schema_migrations.kind = 'repeatable'
 """
 
 
 def _apply(conn: psycopg.Connection[tuple[object, ...]], migration: Migration, history_exists: bool) -> None:
+    """Apply one migration in the caller's transaction (which holds the migration lock)."""
     params = {
         "version": migration.version,
         "name": migration.name,
         "kind": migration.kind,
         "checksum": migration.checksum,
     }
-    with conn.transaction():
-        if history_exists:
-            _record(conn, params)
-        try:
-            if migration.kind == "repeatable":
-                conn.execute(PREPARE_TREE.encode())
-            # No parameters: psycopg sends the text as one simple query, statements and all.
-            conn.execute(migration.sql.encode())
-            row = conn.execute(_HAS_SECURITY).fetchone()
-            if row is not None and row[0]:
-                conn.execute(_SECURITY_APPLY)
-        except psycopg.Error as exc:
-            raise MigrationError(f"{migration.label} failed: {exc}") from exc
-        if not history_exists:
-            _record(conn, params)
+    if history_exists:
+        _record(conn, params)
+    try:
+        if migration.kind == "repeatable":
+            conn.execute(PREPARE_TREE.encode())
+        # No parameters: psycopg sends the text as one simple query, statements and all.
+        conn.execute(migration.sql.encode())
+        row = conn.execute(_HAS_SECURITY).fetchone()
+        if row is not None and row[0]:
+            conn.execute(_SECURITY_APPLY)
+    except psycopg.Error as exc:
+        raise MigrationError(f"{migration.label} failed: {exc}") from exc
+    if not history_exists:
+        _record(conn, params)
 
 
 def _record(conn: psycopg.Connection[tuple[object, ...]], params: dict[str, str]) -> None:
@@ -443,20 +667,73 @@ _BUNDLE_HEADER = """\
 -- and an edited released migration or a database newer than this bundle stops it.
 \\set ON_ERROR_STOP on
 BEGIN;
+-- Names resolve in pg_catalog and nowhere else, whatever this session's search_path was, so
+-- no function planted in a schema others may write runs here (docs/security.md).
+SET LOCAL search_path = pg_catalog, pg_temp;
 -- pgrun's group roles are <prefix>_owner, _admin, _producer, _worker, _reader (docs/security.md);
 -- the prefix of a first install comes from: psql -v role_prefix=... (default pgrun)
 \\if :{{?role_prefix}}
-SELECT set_config('pgrun.role_prefix', :'role_prefix', true);
+SELECT pg_catalog.set_config('pgrun.role_prefix', :'role_prefix', true);
+\\endif
+-- The wait for the migration lock: psql -v migrate_lock_timeout=... (default 60s, 0 = no limit)
+\\if :{{?migrate_lock_timeout}}
+SELECT pg_catalog.set_config('pgrun.migrate_lock_timeout', :'migrate_lock_timeout', true);
 \\endif
 DO $pgrun_check$
 DECLARE
+    v_wait text := coalesce(
+        nullif(pg_catalog.current_setting('pgrun.migrate_lock_timeout', true), ''), '60s'
+    );
+    v_saved text := pg_catalog.current_setting('lock_timeout');
+    v_what text;
+    v_holders text;
     v_problem text;
 BEGIN
-    PERFORM pg_advisory_xact_lock({lock_key});
-    IF to_regclass('pgrun.schema_migrations') IS NULL THEN
+    -- The migration lock, held to COMMIT: the history table (only pgrun's owner may lock it),
+    -- or on a first install, which has no table yet, an advisory lock (docs/migrations.md).
+    PERFORM pg_catalog.set_config('lock_timeout', v_wait, true);
+    BEGIN
+        IF pg_catalog.to_regclass('pgrun.schema_migrations') IS NULL THEN
+            v_what := 'the first-install advisory lock {lock_key}';
+            PERFORM pg_catalog.pg_advisory_xact_lock({lock_key});
+        END IF;
+        -- (the catalog itself, not to_regclass: it sees a table committed while we waited)
+        IF EXISTS (
+            SELECT FROM pg_catalog.pg_class AS c
+            JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+            WHERE n.nspname = 'pgrun' AND c.relname = 'schema_migrations'
+        ) THEN
+            v_what := 'table pgrun.schema_migrations';
+            LOCK TABLE pgrun.schema_migrations IN EXCLUSIVE MODE;
+        END IF;
+    EXCEPTION WHEN lock_not_available THEN
+        SELECT pg_catalog.string_agg(pg_catalog.format(
+            'pid %s (role %s, application_name %L, since %s, %s)', l.pid, a.usename, a.application_name,
+            coalesce(a.xact_start, a.backend_start), a.state), '; ' ORDER BY l.pid)
+        INTO v_holders
+        FROM pg_catalog.pg_locks AS l
+        LEFT JOIN pg_catalog.pg_stat_activity AS a ON a.pid = l.pid
+        WHERE l.granted AND l.pid <> pg_catalog.pg_backend_pid()
+          AND l.database = (
+              SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname = pg_catalog.current_database()
+          )
+          AND (
+              (l.locktype = 'relation' AND l.relation = pg_catalog.to_regclass('pgrun.schema_migrations')
+               AND l.mode <> 'AccessShareLock')
+              OR (l.locktype = 'advisory' AND l.classid = {lock_hi} AND l.objid = {lock_lo})
+          );
+        RAISE EXCEPTION 'pgrun.migrate_locked'
+            USING ERRCODE = 'lock_not_available',
+                  DETAIL = pg_catalog.format('the migration lock (%s) is held by %s; waited %s for it',
+                      v_what, coalesce(v_holders, 'a session that has let go of it since'), v_wait),
+                  HINT = 'Let that session finish or end it (pg_terminate_backend), then apply the bundle '
+                      'again; psql -v migrate_lock_timeout=... sets the wait.';
+    END;
+    PERFORM pg_catalog.set_config('lock_timeout', v_saved, true);
+    IF pg_catalog.to_regclass('pgrun.schema_migrations') IS NULL THEN
         RETURN;
     END IF;
-    SELECT string_agg(format('%s (%s)', h.version, CASE WHEN c.version IS NULL
+    SELECT pg_catalog.string_agg(pg_catalog.format('%s (%s)', h.version, CASE WHEN c.version IS NULL
         THEN 'the database is newer than this bundle' ELSE 'changed after it was applied' END), ', ')
     INTO v_problem
     FROM pgrun.schema_migrations AS h
@@ -473,7 +750,7 @@ $pgrun_check$;
 
 _BUNDLE_STEP = """
 -- {label}
-SELECT to_regclass('pgrun.schema_migrations') IS NOT NULL AS pgrun_has_history \\gset
+SELECT pg_catalog.to_regclass('pgrun.schema_migrations') IS NOT NULL AS pgrun_has_history \\gset
 \\if :pgrun_has_history
 SELECT NOT EXISTS (
     SELECT FROM pgrun.schema_migrations WHERE version = '{version}' AND checksum = '{checksum}'
@@ -486,7 +763,7 @@ SELECT NOT EXISTS (
 INSERT INTO pgrun.schema_migrations (version, name, kind, checksum)
 VALUES ('{version}', '{name}', '{kind}', '{checksum}')
 ON CONFLICT (version) DO UPDATE
-SET name = excluded.name, checksum = excluded.checksum, applied_at = clock_timestamp();
+SET name = excluded.name, checksum = excluded.checksum, applied_at = pg_catalog.clock_timestamp();
 \\endif
 """
 
@@ -495,7 +772,14 @@ def sql_bundle() -> str:
     """One psql script that installs or upgrades the schema like `pgrun migrate` does."""
     code = all_migrations()
     known = ", ".join(f"('{m.version}', '{m.checksum}')" for m in code if m.kind == "versioned")
-    parts = [_BUNDLE_HEADER.format(lock_key=ADVISORY_LOCK_KEY, known=known)]
+    parts = [
+        _BUNDLE_HEADER.format(
+            lock_key=ADVISORY_LOCK_KEY,
+            lock_hi=(ADVISORY_LOCK_KEY >> 32) & 0xFFFFFFFF,
+            lock_lo=ADVISORY_LOCK_KEY & 0xFFFFFFFF,
+            known=known,
+        )
+    ]
     for m in code:
         parts.append(
             _BUNDLE_STEP.format(
