@@ -14,6 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+
 from pgrun import display
 from pgrun import migrate as migrations
 from pgrun.app import App
@@ -21,6 +24,9 @@ from pgrun.client import Client
 from pgrun.errors import PgrunError
 from pgrun.reaper import PURGE_BATCH
 from pgrun.server import EmbeddedServer, ServerError
+
+# A password in a command-line argument is visible to every user of the machine (ps).
+_URL_HELP = "defaults to $DATABASE_URL; keep passwords out of it (DATABASE_URL or ~/.pgpass instead)"
 
 
 def _database_url(args: argparse.Namespace) -> str:
@@ -30,7 +36,22 @@ def _database_url(args: argparse.Namespace) -> str:
             "pgrun: DATABASE_URL is not set. Point it at a PostgreSQL 14+ database, "
             "or run `pgrun dev` (or `make dev`) for a local one."
         )
+    if args.database_url and _has_password(args.database_url):
+        # The command line is world-readable (ps, /proc/<pid>/cmdline): say so, never the password.
+        print(
+            "pgrun: warning: --database-url carries a password, which every user of this machine can "
+            "read in the process list (ps). Put the URL in DATABASE_URL, or the password in a "
+            "password file (~/.pgpass or PGPASSFILE), instead (docs/security.md).",
+            file=sys.stderr,
+        )
     return url
+
+
+def _has_password(url: str) -> bool:
+    try:
+        return bool(conninfo_to_dict(url).get("password"))
+    except psycopg.ProgrammingError:
+        return False  # not a connection string at all: connecting will say so
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
@@ -121,11 +142,21 @@ def cmd_dev(args: argparse.Namespace) -> int:
 # -- worker and operations ---------------------------------------------------------------
 
 
-def load_app(target: str) -> App:
-    """``package.module:attribute`` (attribute defaults to ``app``), importable from the cwd."""
+def load_app(target: str, app_dir: str | None = None) -> App:
+    """``package.module:attribute`` (attribute defaults to ``app``), importable from ``app_dir``
+    (default: the working directory).
+
+    The folder goes at the *end* of ``sys.path``, and the working directory that
+    ``python -m`` / ``python -c`` put first is taken out of the front: a stray module there
+    (a ``croniter.py``, a ``json.py``) must not take the place of an installed one inside the
+    worker (docs/security.md)."""
     module_name, _, attribute = target.partition(":")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
+    folder = os.path.abspath(app_dir or os.getcwd())
+    here = os.getcwd()
+    while sys.path and sys.path[0] in ("", ".", here):
+        sys.path.pop(0)
+    if folder not in sys.path:
+        sys.path.append(folder)
     module = importlib.import_module(module_name)
     app = getattr(module, attribute or "app", None)
     if not isinstance(app, App):
@@ -146,7 +177,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     if args.concurrency is not None:
         overrides["max_global_concurrency"] = args.concurrency
     config = config.with_overrides(**overrides)
-    app = load_app(args.app)
+    app = load_app(args.app, args.app_dir)
     if not args.no_scheduler:
         # the cron scheduler runs on every worker host unless told not to (pgrun.scheduler)
         from pgrun.scheduler import loop_factory
@@ -330,7 +361,7 @@ def _client_command(
     help_text: str,
 ) -> argparse.ArgumentParser:
     p = sub.add_parser(name, help=help_text, description=help_text)
-    p.add_argument("--database-url", help="defaults to $DATABASE_URL")
+    p.add_argument("--database-url", help=_URL_HELP)
     p.add_argument(
         "--organization", help='the organization the command acts for (docs/security.md, "Tenancy")'
     )
@@ -347,7 +378,12 @@ def add_operation_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
         "JOBS_* environment variables (docs/python.md).",
     )
     p.add_argument("app", help="the pgrun.App, as package.module:attribute")
-    p.add_argument("--database-url", help="defaults to $DATABASE_URL")
+    p.add_argument(
+        "--app-dir",
+        help="the folder APP is imported from (default: the working directory); it is searched "
+        "after the installed packages, never before them",
+    )
+    p.add_argument("--database-url", help=_URL_HELP)
     p.add_argument("--queue", action="append", help="claim only from this queue (repeatable)")
     p.add_argument("--concurrency", type=int, help="overrides JOBS_MAX_GLOBAL_CONCURRENCY")
     p.add_argument("--no-reaper", action="store_true", help="do not run the reaper loop here")
@@ -417,7 +453,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command_name", required=True)
 
     p = sub.add_parser("migrate", help="apply the schema to DATABASE_URL")
-    p.add_argument("--database-url", help="defaults to $DATABASE_URL")
+    p.add_argument("--database-url", help=_URL_HELP)
     p.add_argument(
         "--lock-timeout",
         type=float,
@@ -432,7 +468,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_migrate)
 
     p = sub.add_parser("check-schema", help="read-only: does the database match this code?")
-    p.add_argument("--database-url", help="defaults to $DATABASE_URL")
+    p.add_argument("--database-url", help=_URL_HELP)
     p.set_defaults(func=cmd_check_schema)
 
     p = sub.add_parser("sql-bundle", help="write one pgrun.sql for psql -f")
