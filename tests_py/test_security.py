@@ -89,7 +89,7 @@ def test_an_upgrade_hardens_an_open_install_and_later_upgrades_keep_its_privileg
     for folder in ("sql", "plpgsql"):
         shutil.copytree(REPO / folder, staged / folder)
     monkeypatch.setenv("PGRUN_SCHEMA_DIR", str(staged))
-    assert migrate.migrate(empty_db) == ["0007_access", "plpgsql"]
+    assert migrate.migrate(empty_db) == [m.label for m in migrate.all_migrations() if m.label >= "0007"]
     with psycopg.connect(roles["reader"].dsn(empty_db)) as conn:
         assert conn.execute("SELECT count(*) FROM pgrun.list_jobs()").fetchone() == (0,)
         with pytest.raises(psycopg.errors.InsufficientPrivilege, match="function purge_finished_jobs"):
