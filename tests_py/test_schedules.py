@@ -1,8 +1,9 @@
 """Cron schedules end to end: the scheduler loop (pgrun.scheduler) against real sessions.
 
 Time is simulated: the test clock is installed (pgrun.testing.install_test_clock) and every
-scheduler connection sets ``pgrun.fake_now`` before each pass, so a day passes in seconds and no test sleeps through real time. Expected plan times always come
-from croniter's own forward iteration (``get_next``) in the schedule's zone.
+scheduler connection sets ``pgrun.fake_now`` before each pass, so a day passes in seconds and
+no test sleeps through real time. Expected plan times always come from croniter's own forward
+iteration (``get_next``) in the schedule's zone.
 """
 
 from __future__ import annotations
