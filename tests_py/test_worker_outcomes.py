@@ -21,6 +21,7 @@ import math
 import re
 import time
 from collections import Counter
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -32,6 +33,7 @@ from pgrun import config as configuration
 from pgrun import worker as worker_module
 from pgrun.app import App, Continue, Fail, JobContext, Retry
 from pgrun.client import AsyncClient, Client
+from pgrun.results import UndecodableJson
 from pgrun.workflow import Workflow
 from worker_support import fast_config, run_worker_until, statuses
 
@@ -322,6 +324,67 @@ def test_a_result_or_state_over_the_types_cap_fails_only_its_own_job(db: str) ->
     for kind in ("small1", "small2", "small3"):
         assert (jobs[kind]["status"], jobs[kind]["result"]) == ("succeeded", {"small": kind})
         assert jobs[kind]["total_attempts"] == 1 and _events(db, jobs[kind]["id"])["succeeded"] == 1
+
+
+def _nested(depth: int) -> str:
+    """A JSON object holding arrays nested ``depth`` deep."""
+    return '{"x": ' + "[" * depth + "]" * depth + "}"
+
+
+def test_a_job_whose_input_python_cannot_decode_fails_alone_and_the_worker_lives_on(db: str) -> None:
+    """A payload (or state) nested deeper than Python's json decodes — stored before pgrun's
+    functions refused such values, or written around them — comes to the client as an
+    UndecodableJson marker: the claim keeps its batch-mates, the job fails with
+    payload_invalid without running, and the worker goes on claiming."""
+    runs: Counter[str] = Counter()
+    app = App()
+
+    @app.job("t.input")
+    async def handler(ctx: JobContext) -> Any:
+        runs[ctx.payload["name"]] += 1
+        return {"ran": ctx.payload["name"]}
+
+    def rows(ids: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
+        with psycopg.connect(db, autocommit=True) as conn:
+            found = conn.execute(
+                "SELECT j.id, j.status, j.error_code, j.total_attempts, j.result,"
+                " pgrun._attempt_error_message(j.id, j.error_attempt)"
+                " FROM pgrun.jobs AS j WHERE j.id = ANY(%s)",
+                (list(ids.values()),),
+            ).fetchall()
+        by_id = {r[0]: r[1:] for r in found}
+        return {name: by_id[job_id] for name, job_id in ids.items()}
+
+    def finished(ids: dict[str, Any]) -> Callable[[Client], bool]:
+        return lambda _client: all(r[0] in TERMINAL for r in rows(ids).values())
+
+    with Client.connect(db) as client:
+        ids = {
+            n: client.enqueue_job("t.input", {"name": n}, max_attempts=5).job_id
+            for n in ("a", "deep", "b", "s")
+        }
+        with psycopg.connect(db, autocommit=True) as owner:
+            deep = _nested(3000)
+            owner.execute("UPDATE pgrun.jobs SET payload = %s::jsonb WHERE id = %s", (deep, ids["deep"]))
+            owner.execute(
+                "UPDATE pgrun.jobs SET state = %s::jsonb, step = 's2' WHERE id = %s", (deep, ids["s"])
+            )
+        run_worker_until(app, fast_config(db), finished(ids))
+        # get_job is one jsonb document: the whole of it comes back as the marker, not an error.
+        assert isinstance(client.get_job(ids["deep"]), UndecodableJson)
+        # The worker is still claiming: a job enqueued now runs too.
+        late = {"late": client.enqueue_job("t.input", {"name": "late"}).job_id}
+        run_worker_until(app, fast_config(db), finished(late))
+    assert rows(late)["late"][0] == "succeeded"
+    got = rows(ids)
+    for name in ("deep", "s"):
+        status, code, attempts, _, message = got[name]
+        assert (status, code, attempts) == ("dead", "payload_invalid", 1), name
+        assert "nested deeper" in message
+        assert runs[name] == 0, "the handler never ran"
+    for name in ("a", "b"):
+        assert got[name][:4] == ("succeeded", None, 1, {"ran": name})
+        assert runs[name] == 1 and _events(db, ids[name])["succeeded"] == 1
 
 
 # -- a workflow release conflict holds back only its own run ---------------------------------

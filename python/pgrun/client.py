@@ -13,6 +13,7 @@ builder; change them together.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from uuid import UUID
 
 import psycopg
 from psycopg.rows import BaseRowFactory, class_row, tuple_row
-from psycopg.types.json import Jsonb
+from psycopg.types.json import Jsonb, set_json_loads
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from pgrun import queries as q
@@ -47,6 +48,7 @@ from pgrun.results import (
     QueueDepth,
     ReapedJob,
     RuntimeConfig,
+    UndecodableJson,
     WorkflowRunSummary,
 )
 
@@ -106,6 +108,26 @@ def _spec(spec: JsonObject | WorkflowLike) -> JsonObject:
 
 def _pool_kwargs() -> dict[str, Any]:
     return {"autocommit": True}
+
+
+def _loads(data: str | bytes) -> Any:
+    """json.loads for the client's connections: a stored value too deep for Python's json
+    becomes an UndecodableJson marker instead of a RecursionError that fails the whole call
+    (a claim that fetched it would lose every job of its batch, and a worker its claim loop)."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        return UndecodableJson("nested deeper than Python's json module decodes", len(data))
+
+
+def configure_connection(conn: psycopg.Connection[Any]) -> None:
+    """How every pgrun client connection decodes JSON (a pool's ``configure``)."""
+    set_json_loads(_loads, conn)
+
+
+async def configure_async_connection(conn: psycopg.AsyncConnection[Any]) -> None:
+    """configure_connection for an AsyncConnectionPool."""
+    set_json_loads(_loads, conn)
 
 
 @dataclass(frozen=True)
@@ -447,6 +469,7 @@ class Client:
             min_size=min_size,
             max_size=max_size,
             kwargs=_pool_kwargs(),
+            configure=configure_connection,
             check=ConnectionPool.check_connection,
             open=False,
         )
@@ -772,6 +795,7 @@ class AsyncClient:
             min_size=min_size,
             max_size=max_size,
             kwargs=_pool_kwargs(),
+            configure=configure_async_connection,
             check=AsyncConnectionPool.check_connection,
             open=False,
         )

@@ -19,6 +19,18 @@ JsonObject = dict[str, Any]
 
 
 @dataclass(frozen=True)
+class UndecodableJson:
+    """A stored JSON value Python cannot decode (nested deeper than its json module goes):
+    the client returns this in its place instead of failing the whole call. pgrun's functions
+    refuse values nested that deep (docs/errors.md, "Limits"), so only rows written before that
+    rule, or around the functions, hold one; the worker fails a job whose payload, state or
+    progress arrives as one with ``payload_invalid``, not retried."""
+
+    reason: str
+    size: int
+
+
+@dataclass(frozen=True)
 class EnqueuedJob:
     job_id: UUID
     created: bool

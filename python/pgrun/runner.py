@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from psycopg_pool import AsyncConnectionPool
 
 from pgrun.app import App, Loop
-from pgrun.client import AsyncClient
+from pgrun.client import AsyncClient, configure_async_connection
 from pgrun.config import Config
 from pgrun.reaper import Reaper
 from pgrun.worker import Worker
@@ -72,6 +72,7 @@ async def run_loops(
         min_size=1,
         max_size=pool_size(config, len(loops)),
         kwargs={"autocommit": True},
+        configure=configure_async_connection,
         # No per-checkout check: it costs a round trip before every claim and flush (as much
         # as the claim itself, measured with bench/peers). A connection the server dropped
         # fails on use instead; every loop retries OperationalError with backoff and the pool

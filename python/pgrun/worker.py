@@ -85,7 +85,7 @@ from pgrun.app import (
 from pgrun.client import AsyncClient, Failure
 from pgrun.config import Config
 from pgrun.errors import ConflictError, InvalidInputError, LeaseLostError, PgrunError
-from pgrun.results import BatchOutcome, ClaimedJob, JsonObject
+from pgrun.results import BatchOutcome, ClaimedJob, JsonObject, UndecodableJson
 
 log = logging.getLogger("pgrun.worker")
 
@@ -295,6 +295,13 @@ class Worker:
         spec = self.app.job_types.get(job.job_type)
         timeout = job.timeout_seconds
         outcome: _Outcome
+        undecodable = _undecodable_input(job)
+        if undecodable is not None:
+            # The handler never sees it; retrying would hand it the same undecodable value.
+            log.error("job %s (%s): not run, %s", job.job_id, job.job_type, undecodable)
+            self._buffer.append(self._failure(running, "payload_invalid", undecodable, retryable=False))
+            self._buffered.set()
+            return
         try:
             if spec is None:  # claim_jobs only hands out registered types; be safe anyway
                 raise Fail(f"no handler for job type {job.job_type!r} in this worker", retryable=True)
@@ -575,15 +582,13 @@ class Worker:
         sent = {o.running.job.job_id: o for o in outcomes}
         for row in rows:
             outcome = sent.get(row.job_id)
-            if row.outcome == "result_too_large" and outcome is not None:
+            refused = _REFUSED_RESULTS.get(row.outcome)
+            if refused is not None and outcome is not None:
                 # nothing was written for this job and its lease still holds: fail it
                 why = f": {row.lost_reason}" if row.lost_reason else ""
-                message = (
-                    f"the result is larger than its job type allows (complete_jobs: result_too_large{why})"
-                )
-                pending.follow_ups.append(
-                    self._failure(outcome.running, "result_too_large", message, retryable=False)
-                )
+                message = f"{refused} (complete_jobs: {row.outcome}{why})"
+                failure = self._failure(outcome.running, row.outcome, message, retryable=False)
+                pending.follow_ups.append(failure)
                 continue
             running = self._leases.pop(row.job_id, None)
             if row.outcome == "lease_lost":
@@ -749,6 +754,24 @@ def _content_error(exc: BaseException) -> bool:
     if isinstance(exc, (psycopg.DataError, InvalidInputError, UnicodeError)):
         return True
     return isinstance(exc, psycopg.OperationalError) and (exc.sqlstate or "").startswith("54")
+
+
+# The complete_jobs outcomes that refuse a result (nothing written, the lease still held): the
+# worker fails the job with the outcome as its error code, not retried.
+_REFUSED_RESULTS = {
+    "result_too_large": "the result is larger than its job type allows",
+    "result_invalid": "the result is nested deeper than pgrun stores",
+}
+
+
+def _undecodable_input(job: ClaimedJob) -> str | None:
+    """Why the job's input cannot reach a handler (a stored value the client could not
+    decode, see UndecodableJson); None when it can."""
+    for name in ("payload", "state", "progress"):
+        value = getattr(job, name)
+        if isinstance(value, UndecodableJson):
+            return f"its {name} ({value.size} bytes) is {value.reason}"
+    return None
 
 
 def _continue_refusal_code(exc: BaseException) -> str | None:
