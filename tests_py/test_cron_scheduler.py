@@ -11,6 +11,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -239,6 +242,16 @@ def test_a_stored_schedule_it_cannot_plan_is_paused_with_the_reason(
         assert any("old" in r.getMessage() and "15W" in r.getMessage() for r in caplog.records)
         listed = {r["name"]: r for r in sched.list_schedules(conn)}
         assert listed["old"]["paused_reason"] == old["paused_reason"]
+        # `pgrun schedules` shows why it is paused
+        shown = subprocess.run(
+            [sys.executable, "-m", "pgrun", "schedules"],
+            env={**os.environ, "DATABASE_URL": db},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        line = next(row for row in shown.splitlines() if row.startswith("old "))
+        assert "paused: " in line and "15W" in line, shown
         # not claimed again, lease after lease
         for minutes in (20, 30, 60, 600):
             at(conn, T0 + timedelta(minutes=minutes))

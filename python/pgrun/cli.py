@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
@@ -324,6 +325,14 @@ _SCHEDULE_COLUMNS = (
 )
 
 
+def _schedule_state(row: dict[str, Any]) -> str:
+    """enabled, disabled, paused, or paused with the reason the scheduler gave."""
+    if row["paused_at"]:
+        reason = row.get("paused_reason")
+        return f"paused: {display.clip(reason, 60)}" if reason else "paused"
+    return "enabled" if row["enabled"] else "disabled"
+
+
 def _schedules(client: Client, args: argparse.Namespace) -> int:
     from pgrun.scheduler import list_schedules
 
@@ -342,7 +351,7 @@ def _schedules(client: Client, args: argparse.Namespace) -> int:
                     r["timezone"],
                     r["job_type"],
                     r["catch_up"],
-                    "paused" if r["paused_at"] else ("enabled" if r["enabled"] else "disabled"),
+                    _schedule_state(r),
                     r["next_run_at"],
                     r["last_plan_at"],
                     r["last_fired_at"],

@@ -22,6 +22,12 @@ def cell(value: Any) -> str:
     return str(value)
 
 
+def clip(text: str, width: int) -> str:
+    """``text`` on one line, at most ``width`` characters (an ellipsis marks a cut)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
 def seconds(value: float | None) -> str:
     if value is None:
         return "-"
