@@ -78,11 +78,13 @@ sql-bundle: venv
 	$(PGRUN) sql-bundle -o pgrun.sql
 
 # Benchmarks start their own durable embedded server unless DATABASE_URL is set. ab_bench.py
-# compares the hot path with the commit before the role model (--base REF for another).
+# compares the hot path with the commit before the role model (--base REF for another);
+# server_cpu_bench.py the server time per call with HEAD (the uncommitted change).
 bench: venv sysdeps
 	$(PY) bench/jobs_bench.py $(BENCH_ARGS)
 	$(PY) bench/workflows_bench.py $(BENCH_ARGS)
 	$(PY) bench/ab_bench.py $(BENCH_ARGS)
+	@$(call WITH_DB,$(PY) bench/server_cpu_bench.py)
 
 # The peers are installed from PyPI into their own venv (bench/peers/.venv-peers) by the script.
 bench-peers: venv sysdeps

@@ -7,7 +7,9 @@ medians:
 
   * base          the schema of --base (default: the last commit before the role model),
                   migrated by a login role and called by it, as deployments did then (every
-                  client was the owner);
+                  client was the owner); a base that has the role model already (migration
+                  0007) is installed with its own role prefix instead and measured twice,
+                  as "base, admin" and "base, roles", called exactly as head is;
   * head, admin   this checkout's schema, called by a login role of pgrun_admin (no tenant
                   filter);
   * head, roles   this checkout's schema, called as clients call it under the role model:
@@ -46,6 +48,41 @@ REPO = Path(__file__).resolve().parents[1]
 # The last commit before migration 0007 (the role model): every client was the owner then.
 DEFAULT_BASE = "5672efb"
 ORGANIZATION = "0b0e0f00-0000-4000-8000-000000000001"
+# The role prefix of a base that has the role model (head keeps pgrun's default).
+BASE_PREFIX = "pgrun_ab_base"
+
+
+def grant_scopes(dsn: str, producer: str, worker: str) -> None:
+    """The producer bound to one organization, the worker scoped to the default queue."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        bound = "SELECT pgrun.set_role_access(%s, organization_ids => ARRAY[%s]::uuid[])"
+        conn.execute(bound, (producer, ORGANIZATION))
+        conn.execute("SELECT pgrun.set_role_access(%s, queues => ARRAY['default'])", (worker,))
+
+
+def base_of(name: str, medians: dict[str, Any]) -> str:
+    """The base setup a head setup is compared with: the same kind of caller when the base has
+    the role model, else the one legacy base."""
+    twin = "base, " + name.split(", ", 1)[1]
+    return twin if twin in medians else "base"
+
+
+def run_rounds(
+    setups: dict[str, tuple[str, str | None, str | None]],
+    rounds: int,
+    seconds: float,
+    jobs: int,
+    samples: dict[str, dict[str, list[float]]],
+) -> None:
+    """Alternating rounds: every setup once per round, so drift falls on all of them alike."""
+    for n in range(rounds):
+        for name, (dsn, producer, worker) in setups.items():
+            enqueue = bench_single_enqueue(dsn, seconds, driver_dsn=producer)
+            cycle = bench_cycle(dsn, 100, jobs, driver_dsn=worker)
+            got = samples.setdefault(name, {"single_enqueue_per_s": [], "cycle_batch_100_jobs_per_s": []})
+            got["single_enqueue_per_s"].append(enqueue)
+            got["cycle_batch_100_jobs_per_s"].append(cycle)
+            print(f"round {n + 1} {name}: enqueue {enqueue:.0f}/s, cycle {cycle:.0f} jobs/s", flush=True)
 
 
 @contextmanager
@@ -55,12 +92,12 @@ def schema_at(ref: str) -> Iterator[Path]:
         yield extract_schema(ref, Path(folder))
 
 
-def migrate_from(dsn: str, schema: Path | None) -> None:
+def migrate_from(dsn: str, schema: Path | None, prefix: str | None = None) -> None:
     previous = os.environ.get("PGRUN_SCHEMA_DIR")
     if schema is not None:
         os.environ["PGRUN_SCHEMA_DIR"] = str(schema)
     try:
-        migrate.migrate(dsn)
+        migrate.migrate(dsn, prefix=prefix)
     finally:
         if previous is None:
             os.environ.pop("PGRUN_SCHEMA_DIR", None)
@@ -91,42 +128,39 @@ def main() -> int:
     ):
         migrate_from(head, None)
         roles = {"legacy": None, "admin": "admin", "producer": "producer", "worker": "worker"}
+        has_roles = (base_schema / "sql" / "0007_access.sql").exists()
+        base_roles = {f"base_{k}": k for k in ("admin", "producer", "worker")} if has_roles else {}
         # The base database is made inside the roles' block: it belongs to the legacy login
         # role, which can only be dropped once the database is gone.
         with (
             login_roles(admin, roles) as made,
             scratch_database(admin, prefix="pgrun_ab_base") as base,
         ):
-            # The base schema belongs to the login role that migrates it, as in a deployment.
-            set_database_owner(admin, base, made["legacy"].name)
-            migrate_from(made["legacy"].dsn(base), base_schema)
-            with psycopg.connect(head, autocommit=True) as conn:
-                conn.execute(
-                    "SELECT pgrun.set_role_access(%s, organization_ids => ARRAY[%s]::uuid[])",
-                    (made["producer"].name, ORGANIZATION),
-                )
-                conn.execute(
-                    "SELECT pgrun.set_role_access(%s, queues => ARRAY['default'])", (made["worker"].name,)
-                )
-            legacy, head_admin = made["legacy"].dsn(base), made["admin"].dsn(head)
             # (setup's owner-side DSN for loading and resetting, enqueue as, cycle as)
-            setups: dict[str, tuple[str, str | None, str | None]] = {
-                "base": (base, legacy, legacy),
-                "head, admin": (head, head_admin, head_admin),
-                "head, roles": (head, made["producer"].dsn(head), made["worker"].dsn(head)),
-            }
-            for n in range(rounds):
-                for name, (dsn, producer, worker) in setups.items():
-                    enqueue = bench_single_enqueue(dsn, seconds, driver_dsn=producer)
-                    cycle = bench_cycle(dsn, 100, jobs, driver_dsn=worker)
-                    got = samples.setdefault(
-                        name, {"single_enqueue_per_s": [], "cycle_batch_100_jobs_per_s": []}
+            setups: dict[str, tuple[str, str | None, str | None]] = {}
+            if has_roles:
+                migrate_from(base, base_schema, prefix=BASE_PREFIX)
+            else:
+                # The base schema belongs to the login role that migrates it, as in a deployment.
+                set_database_owner(admin, base, made["legacy"].name)
+                migrate_from(made["legacy"].dsn(base), base_schema)
+                legacy = made["legacy"].dsn(base)
+                setups["base"] = (base, legacy, legacy)
+            with login_roles(admin, base_roles, prefix=BASE_PREFIX) as made_base:
+                if has_roles:
+                    grant_scopes(base, made_base["base_producer"].name, made_base["base_worker"].name)
+                    base_admin = made_base["base_admin"].dsn(base)
+                    setups["base, admin"] = (base, base_admin, base_admin)
+                    setups["base, roles"] = (
+                        base,
+                        made_base["base_producer"].dsn(base),
+                        made_base["base_worker"].dsn(base),
                     )
-                    got["single_enqueue_per_s"].append(enqueue)
-                    got["cycle_batch_100_jobs_per_s"].append(cycle)
-                    print(
-                        f"round {n + 1} {name}: enqueue {enqueue:.0f}/s, cycle {cycle:.0f} jobs/s", flush=True
-                    )
+                grant_scopes(head, made["producer"].name, made["worker"].name)
+                head_admin = made["admin"].dsn(head)
+                setups["head, admin"] = (head, head_admin, head_admin)
+                setups["head, roles"] = (head, made["producer"].dsn(head), made["worker"].dsn(head))
+                run_rounds(setups, rounds, seconds, jobs, samples)
 
     medians = {name: {k: statistics.median(v) for k, v in got.items()} for name, got in samples.items()}
     results: dict[str, Any] = {
@@ -135,9 +169,9 @@ def main() -> int:
         "rounds": samples,
         "medians": medians,
         "ratios_over_base": {
-            name: {k: v / medians["base"][k] for k, v in m.items()}
+            name: {k: v / medians[base_of(name, medians)][k] for k, v in m.items()}
             for name, m in medians.items()
-            if name != "base"
+            if not name.startswith("base")
         },
     }
     print()
