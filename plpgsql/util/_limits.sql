@@ -17,6 +17,24 @@
 --   before the pattern, so a huge string is refused without running a regex over it.
 -- * _result_cap(job_type): the largest result or state, in bytes of jsonb, a job of the type
 --   may store: its definition's max_result_bytes, else 1 MiB (sql/0010_limits.sql).
+-- * _json_depth_ok(value): THE nesting rule for a JSON value pgrun stores from a client (a
+--   payload, a result, a continue state, progress, log fields, run metadata, a step payload,
+--   an external output): at most 100 arrays/objects nested in one another. A value nested
+--   deeper is refused with the caller's documented code (RQ003), because no client could
+--   read it back: Python's json stops near depth 1000 (RecursionError), so a job with such
+--   a payload could never run. 100 leaves room for the levels pgrun adds around a value
+--   (get_job's document, a release's "dependencies").
+--   The test is the jsonpath strict $.**{100} filtered to arrays and objects: $ is level 0,
+--   so a container at level 100 is the 101st nested one (strict: no lax unwrapping, so
+--   levels count containers exactly; the walk stops at level 100, however deep the value).
+--   Guard: a value whose datum is smaller than 808 bytes and not compressed cannot nest 101
+--   containers, so it skips the walk (a few nanoseconds instead of microseconds, the hot
+--   path's ordinary payloads and results). 808 is the smallest: each enclosing array costs a
+--   4-byte header and a 4-byte entry, the innermost empty one its header, plus the 4-byte
+--   varlena header: 100 * 8 + 4 + 4 (objects cost more, a key entry each;
+--   tests_sql/util/test_json_depth.sql pins it). A compressed datum (an argument read from a
+--   table by the caller) can be far smaller than its content (a 101-deep document of 2.6 kB
+--   compresses to under 500 bytes), so it always takes the walk. NULL passes.
 --
 -- The SQL helpers have no SET clause, so they are inlined into the query that calls them;
 -- every name in them is schema-qualified instead (as in pgrun._clip).
@@ -169,3 +187,25 @@ REVOKE EXECUTE ON FUNCTION pgrun._result_cap(text) FROM public;
 
 COMMENT ON FUNCTION pgrun._result_cap(text) IS
 'Private: the largest result or state (bytes of jsonb) a job of the type may store: max_result_bytes, else 1 MiB.';
+
+CREATE OR REPLACE FUNCTION pgrun._json_depth_ok(p_value jsonb)
+RETURNS boolean
+LANGUAGE sql
+STABLE
+PARALLEL SAFE
+AS $$
+    SELECT CASE
+        WHEN coalesce(pg_catalog.pg_column_size(p_value), 0) OPERATOR(pg_catalog.<) 808
+            AND pg_catalog.pg_column_compression(p_value) IS NULL
+            THEN TRUE
+        ELSE NOT pg_catalog.jsonb_path_exists(
+            p_value, 'strict $.**{100} ? (@.type() == "array" || @.type() == "object")'::pg_catalog.jsonpath
+        )
+    END
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._json_depth_ok(jsonb) FROM public;
+
+COMMENT ON FUNCTION pgrun._json_depth_ok(jsonb) IS
+'Private: whether a JSON value nests at most 100 arrays/objects (the nesting rule for stored client JSON); '
+'a small uncompressed value (under 808 bytes) passes without the walk. NULL passes.';
