@@ -44,6 +44,9 @@ BEGIN
                     THEN 'job.invalid_payload'
                 WHEN pg_column_size(e.elem -> 'payload') > c_max_payload_bytes
                     THEN 'job.payload_too_large'
+                -- the nesting rule (util/_limits.sql): a small payload skips the walk
+                WHEN NOT pgrun._json_depth_ok(e.elem -> 'payload')
+                    THEN 'job.invalid_payload'
                 -- the common element has nothing else: one cheap test instead of many
                 WHEN NOT e.elem ?| c_optional_keys
                     THEN NULL
@@ -229,9 +232,14 @@ BEGIN
             v_hint := 'Use at most 128 characters: lowercase letters, digits and _, in segments '
                 'joined by ".", ":" or "-", starting with a letter (e.g. email.send).';
         WHEN 'job.invalid_payload' THEN
-            v_detail := format('%spayload is a JSON %s, not an object', v_where,
-                jsonb_typeof(p_elem -> 'payload'));
-            v_hint := 'Wrap the value in an object, e.g. {"value": ...}.';
+            IF jsonb_typeof(p_elem -> 'payload') = 'object' THEN
+                v_detail := format('%spayload is nested more than 100 levels deep (arrays and objects)', v_where);
+                v_hint := 'Flatten the payload: pgrun stores JSON nested at most 100 levels.';
+            ELSE
+                v_detail := format('%spayload is a JSON %s, not an object', v_where,
+                    jsonb_typeof(p_elem -> 'payload'));
+                v_hint := 'Wrap the value in an object, e.g. {"value": ...}.';
+            END IF;
         WHEN 'job.payload_too_large' THEN
             v_detail := format('%spayload is %s bytes of jsonb; the limit is 1 MiB (1048576)', v_where,
                 pg_column_size(p_elem -> 'payload'));

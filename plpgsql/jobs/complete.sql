@@ -19,6 +19,11 @@
 -- under its lease, so the worker can fail it), the rest of the batch committed.
 -- complete_job raises job.result_too_large (RQ003) instead. The cap is looked up only for
 -- a result over 1 KiB (the smallest cap a type may set), so small results cost nothing.
+-- A result nested more than 100 levels (pgrun._json_depth_ok, util/_limits.sql: no client
+-- could decode it) is refused the same way: outcome 'result_invalid', lost_reason NULL,
+-- nothing written, the job still runs; complete_job raises job.invalid_result (RQ003). A
+-- result both too large and too deep is reported result_too_large. Small results skip the
+-- nesting walk (the helper's size guard).
 --
 -- Locks: the batch's owned job rows, in id order: one UPDATE joins the input, sorted by id,
 -- to jobs by primary key (a nested loop, so rows are updated, hence locked, in that order).
@@ -34,7 +39,8 @@
 -- called only for such jobs, so a batch without workflow jobs pays one NULL test per row.
 --
 -- Errors: job.lease_lost (RQ004, complete_job only); job.invalid_argument (NULL job_id or
--- lease_token), job.invalid_batch, job.result_too_large (complete_job only) (RQ003).
+-- lease_token), job.invalid_batch, job.result_too_large, job.invalid_result (complete_job
+-- only) (RQ003).
 
 CREATE OR REPLACE FUNCTION pgrun.complete_jobs(
     job_ids uuid[],
@@ -68,7 +74,9 @@ BEGIN
     );
 
     WITH input AS (
-        SELECT i.id, i.token, i.ord, pg_column_size(complete_jobs.results[i.ord]) AS result_bytes
+        SELECT
+            i.id, i.token, i.ord, pg_column_size(complete_jobs.results[i.ord]) AS result_bytes,
+            pgrun._json_depth_ok(complete_jobs.results[i.ord]) AS result_ok
         FROM unnest(complete_jobs.job_ids, complete_jobs.lease_tokens) WITH ORDINALITY AS i (id, token, ord)
     ),
 
@@ -80,15 +88,21 @@ BEGIN
             lease_expires_at = NULL,
             finished_at = v_now,
             updated_at = v_now
-        FROM (SELECT i.id, i.token, i.ord, i.result_bytes FROM input AS i ORDER BY i.id) AS o
+        FROM (SELECT i.id, i.token, i.ord, i.result_bytes, i.result_ok FROM input AS i ORDER BY i.id) AS o
         WHERE j.id = o.id
           AND j.lease_token = o.token
           AND j.lease_expires_at > v_now
           -- the result cap: no result, or one within the smallest cap a type may set, needs
-          -- no lookup; a cancelled job drops its result, so its size does not matter
+          -- no lookup; a result nested too deep is refused; a cancelled job drops its result,
+          -- so its size and depth do not matter. One OR group: the depth test as a qual of
+          -- its own made the planner drive the join from a scan of all jobs (5x slower on a
+          -- batch of 100, and a full scan on a big table with stale statistics).
           AND (
-              o.result_bytes IS NULL OR o.result_bytes <= 1024 OR j.cancel_requested_at IS NOT NULL
-              OR o.result_bytes <= pgrun._result_cap(j.job_type)
+              j.cancel_requested_at IS NOT NULL
+              OR o.result_ok AND (
+                  o.result_bytes IS NULL OR o.result_bytes <= 1024
+                  OR o.result_bytes <= pgrun._result_cap(j.job_type)
+              )
           )
         RETURNING
             j.id, j.status, j.workflow_run_id, j.total_attempts, j.step, j.worker_id, o.token AS lease_token,
@@ -109,7 +123,8 @@ BEGIN
 
     -- No CTE-to-CTE join (their row estimates are guesses, and a nested loop over two
     -- CTEs is quadratic): finished rows come from the UPDATE, the others via a hashed NOT IN.
-    -- A job left out whose lease this batch still owns had a result over its cap.
+    -- A job left out whose lease this batch still owns had a result over its cap, or
+    -- nested too deep.
     SELECT
         array_agg(u.id ORDER BY u.ord),
         array_agg(u.outcome ORDER BY u.ord),
@@ -122,20 +137,26 @@ BEGIN
         UNION ALL
         SELECT
             i.id,
-            CASE WHEN t.too_large THEN 'result_too_large' ELSE 'lease_lost' END,
-            CASE WHEN t.too_large THEN NULL ELSE pgrun._lease_lost_reason(i.id, i.token) END,
+            coalesce(t.refused, 'lease_lost'),
+            CASE WHEN t.refused IS NULL THEN pgrun._lease_lost_reason(i.id, i.token) END,
             NULL,
             i.ord
         FROM input AS i
         LEFT JOIN LATERAL (
-            SELECT TRUE AS too_large
+            SELECT c.refused
             FROM pgrun.jobs AS j
+            CROSS JOIN LATERAL (
+                SELECT CASE
+                    WHEN i.result_bytes > 1024 AND i.result_bytes > pgrun._result_cap(j.job_type)
+                        THEN 'result_too_large'
+                    WHEN NOT i.result_ok THEN 'result_invalid'
+                END AS refused
+            ) AS c
             WHERE j.id = i.id
               AND j.lease_token = i.token
               AND j.lease_expires_at > v_now
               AND j.cancel_requested_at IS NULL
-              AND i.result_bytes > 1024
-              AND i.result_bytes > pgrun._result_cap(j.job_type)
+              AND c.refused IS NOT NULL
         ) AS t ON TRUE
         WHERE i.id NOT IN (SELECT f.id FROM finished AS f)
     ) AS u;
@@ -157,11 +178,11 @@ COMMENT ON FUNCTION pgrun.complete_jobs(uuid[], uuid[], jsonb[]) IS
 'results (NULL, or one JSON value or NULL per job). Each job whose lease is still owned becomes succeeded '
 'with its result (or cancelled, without the result, when a cancel was requested), its attempt ends and '
 'one event is written. Returns one row per input job in input order: outcome succeeded, cancelled, '
-'lease_lost or result_too_large; for lease_lost, lost_reason is unknown_job, not_running, token_mismatch or lease_expired (not_held for a '
+'lease_lost, result_too_large or result_invalid; for lease_lost, lost_reason is unknown_job, not_running, token_mismatch or lease_expired (not_held for a '
 'caller that never held the job and is not an admin) and '
 'nothing was written for that job. result_too_large: the result is over the type''s max_result_bytes '
-'(bytes of jsonb; default 1 MiB), nothing was written and the job still runs. Neither fails the rest '
-'of the batch. '
+'(bytes of jsonb; default 1 MiB), nothing was written and the job still runs; result_invalid: the same '
+'for a result nested more than 100 levels (arrays/objects). None fails the rest of the batch. '
 'Errors: job.invalid_batch (RQ003).';
 
 CREATE OR REPLACE FUNCTION pgrun.complete_job(job_id uuid, lease_token uuid, result jsonb DEFAULT NULL)
@@ -190,6 +211,13 @@ BEGIN
     IF v_outcome = 'lease_lost' THEN
         PERFORM pgrun._raise_lease_lost(complete_job.job_id, complete_job.lease_token, v_lost_reason);
     END IF;
+    IF v_outcome = 'result_invalid' THEN
+        RAISE EXCEPTION 'job.invalid_result' USING
+            ERRCODE = 'RQ003',
+            DETAIL = 'result is nested more than 100 levels deep (arrays and objects)',
+            HINT = 'Flatten the result: pgrun stores JSON nested at most 100 levels. The job still runs: fail '
+                'it or complete it with another result.';
+    END IF;
     IF v_outcome = 'result_too_large' THEN
         RAISE EXCEPTION 'job.result_too_large' USING
             ERRCODE = 'RQ003',
@@ -213,6 +241,6 @@ COMMENT ON FUNCTION pgrun.complete_job(uuid, uuid, jsonb) IS
 'Complete one running job under its lease: it becomes succeeded with result (any JSON value, or NULL), '
 'its attempt ends with outcome succeeded and one succeeded event is written. If a cancel was requested '
 'meanwhile the job ends cancelled instead (the result is dropped). Returns the outcome: succeeded or '
-'cancelled. result: at most the type''s max_result_bytes of jsonb (default 1 MiB). '
-'Errors: job.lease_lost (RQ004: unknown job, token mismatch, not running or lease expired; nothing is '
-'written), job.invalid_argument, job.result_too_large (RQ003; nothing is written).';
+'cancelled. result: at most the type''s max_result_bytes of jsonb (default 1 MiB), nested at most 100 '
+'levels. Errors: job.lease_lost (RQ004: unknown job, token mismatch, not running or lease expired; nothing '
+'is written), job.invalid_argument, job.result_too_large, job.invalid_result (RQ003; nothing is written).';

@@ -20,12 +20,15 @@
 -- settled by pgrun._workflow_jobs_finished.
 --
 -- Limits: state is at most the job type's max_result_bytes of jsonb (NULL: 1 MiB; the same
--- cap as a result, pgrun._result_cap), else job.state_too_large and nothing is written;
--- delay follows the time-argument rule (0 s..100 years, pgrun._check_time).
+-- cap as a result, pgrun._result_cap), else job.state_too_large, and nested at most 100
+-- levels (pgrun._json_depth_ok: no client could decode a deeper one), else
+-- job.invalid_state; in both cases nothing is written, and as for a result the lease is
+-- checked first (a state both too large and too deep is job.state_too_large). delay follows
+-- the time-argument rule (0 s..100 years, pgrun._check_time).
 --
 -- Errors: job.lease_lost (RQ004); job.invalid_argument (NULL job_id or lease_token),
 -- job.invalid_step (NULL, blank or over 256 characters), job.invalid_delay (outside
--- 0 s..100 years), job.state_too_large (RQ003).
+-- 0 s..100 years), job.state_too_large, job.invalid_state (RQ003).
 
 CREATE OR REPLACE FUNCTION pgrun.continue_job(
     job_id uuid,
@@ -46,6 +49,7 @@ DECLARE
     v_run_at timestamptz;
     v_workflow_run_id uuid;
     v_state_bytes integer;
+    v_state_ok boolean;
     v_job_type text;
     v_cap integer;
 BEGIN
@@ -64,10 +68,11 @@ BEGIN
     PERFORM pgrun._check_time('job.invalid_delay', 'delay', continue_job.delay);
 
     -- The state cap (the type's max_result_bytes, else 1 MiB), checked only for a state
-    -- larger than the smallest cap a type may set, and only while the lease is owned (a
-    -- lost lease is reported as such below).
+    -- larger than the smallest cap a type may set, and the nesting rule; both only while
+    -- the lease is owned (a lost lease is reported as such below).
     v_state_bytes := pg_column_size(continue_job.state);
-    IF v_state_bytes > 1024 THEN
+    v_state_ok := pgrun._json_depth_ok(continue_job.state);
+    IF v_state_bytes > 1024 OR NOT v_state_ok THEN
         SELECT j.job_type, pgrun._result_cap(j.job_type) INTO v_job_type, v_cap
         FROM pgrun.jobs AS j
         WHERE j.id = continue_job.job_id
@@ -82,6 +87,12 @@ BEGIN
                 ),
                 HINT = 'Keep large data elsewhere and store a reference in the state, or raise the '
                     'type''s max_result_bytes (upsert_job_definition, at most 16 MiB).';
+        END IF;
+        IF v_job_type IS NOT NULL AND NOT v_state_ok THEN
+            RAISE EXCEPTION 'job.invalid_state' USING
+                ERRCODE = 'RQ003',
+                DETAIL = 'state is nested more than 100 levels deep (arrays and objects)',
+                HINT = 'Flatten the state: pgrun stores JSON nested at most 100 levels.';
         END IF;
     END IF;
 
@@ -165,6 +176,6 @@ COMMENT ON FUNCTION pgrun.continue_job(uuid, uuid, text, jsonb, interval) IS
 'continued and one continued event is written; the next claim returns the new step and state. A pending '
 'cancel request makes the job cancelled instead (step and state still stored). Returns outcome (continued '
 'or cancelled) and run_at of the next step. '
-'state is at most the type''s max_result_bytes of jsonb (default 1 MiB); delay 0 s..100 years. '
-'Errors: job.lease_lost (RQ004; nothing is written), job.invalid_argument, job.invalid_step, '
-'job.invalid_delay, job.state_too_large (RQ003).';
+'state is at most the type''s max_result_bytes of jsonb (default 1 MiB), nested at most 100 levels; delay '
+'0 s..100 years. Errors: job.lease_lost (RQ004; nothing is written), job.invalid_argument, job.invalid_step, '
+'job.invalid_delay, job.state_too_large, job.invalid_state (RQ003).';

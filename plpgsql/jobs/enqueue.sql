@@ -5,7 +5,8 @@
 -- Resolution: an argument given wins, else the type's job_definitions row, else the
 -- built-in default (queue 'default', priority 100 (0..32767, lower runs first),
 -- max_attempts 20, no timeout, backoff 2 s / 3600 s / 0.2). Unknown job types are fine.
--- payload: a JSON object (NULL = {}) of at most 1 MiB (pg_column_size of the jsonb).
+-- payload: a JSON object (NULL = {}) of at most 1 MiB (pg_column_size of the jsonb),
+-- nested at most 100 levels (pgrun._json_depth_ok; deeper is job.invalid_payload).
 -- run_at (absolute; a past one is ready at once; finite and at most 100 years ahead) and
 -- delay (0 s..100 years from pgrun.now()) are exclusive; with neither the job is ready
 -- now. Both follow the time-argument rule (pgrun._time_ok, docs/errors.md).
@@ -401,7 +402,7 @@ COMMENT ON FUNCTION pgrun.enqueue_job(
 ) IS
 'Enqueue one job. Arguments left out (or NULL) come from the job type''s definition, else the built-in '
 'defaults: queue default, priority 100 (0..32767, lower runs first), max_attempts 20, no timeout. '
-'payload: a JSON object up to 1 MiB (NULL = {}). run_at (absolute, finite, at most 100 years ahead) or '
+'payload: a JSON object up to 1 MiB, nested at most 100 levels (NULL = {}). run_at (absolute, finite, at most 100 years ahead) or '
 'delay (0 s..100 years from now), '
 'not both; neither = ready now. With idempotency_key the job is unique per (job_type, organization_id, '
 'key): an identical retry returns the existing job with created = false, a different request raises '

@@ -12,9 +12,11 @@
 -- revived: there is no grace period.
 --
 -- report_progress(job_id, lease_token, progress) stores the handler's progress (a JSON
--- object of at most 64 KiB) and returns whether a cancel was requested.
+-- object of at most 64 KiB, nested at most 100 levels: pgrun._json_depth_ok) and returns
+-- whether a cancel was requested.
 -- append_job_log(job_id, lease_token, message, level, fields) adds a log line to the
--- current attempt and returns its id; messages over 8192 characters are truncated. An
+-- current attempt and returns its id; messages over 8192 characters are truncated, fields
+-- are NULL or an object as bounded as progress. An
 -- attempt keeps its first 1,000 lines: later ones are not stored but counted
 -- (job_log_counts; get_job shows each attempt's log_lines and log_lines_dropped), and the
 -- call returns NULL for them.
@@ -130,7 +132,8 @@ BEGIN
     END IF;
     IF report_progress.progress IS NULL
         OR jsonb_typeof(report_progress.progress) <> 'object'
-        OR octet_length(report_progress.progress::text) > 65536 THEN
+        OR octet_length(report_progress.progress::text) > 65536
+        OR NOT pgrun._json_depth_ok(report_progress.progress) THEN
         RAISE EXCEPTION 'job.invalid_progress' USING
             ERRCODE = 'RQ003',
             DETAIL = format(
@@ -139,10 +142,12 @@ BEGIN
                     WHEN report_progress.progress IS NULL THEN 'NULL'
                     WHEN jsonb_typeof(report_progress.progress) <> 'object'
                         THEN 'a JSON ' || jsonb_typeof(report_progress.progress)
-                    ELSE octet_length(report_progress.progress::text) || ' bytes (at most 65536)'
+                    WHEN octet_length(report_progress.progress::text) > 65536
+                        THEN octet_length(report_progress.progress::text) || ' bytes (at most 65536)'
+                    ELSE 'nested more than 100 levels deep (arrays and objects)'
                 END
             ),
-            HINT = 'Report progress as a small JSON object, e.g. {"done": 3, "total": 10}.';
+            HINT = 'Report progress as a small, flat JSON object, e.g. {"done": 3, "total": 10}.';
     END IF;
 
     UPDATE pgrun.jobs AS j
@@ -161,7 +166,8 @@ END;
 $$;
 
 COMMENT ON FUNCTION pgrun.report_progress(uuid, uuid, jsonb) IS
-'Store the running job''s progress (a JSON object of at most 64 KiB, replacing the previous one) under '
+'Store the running job''s progress (a JSON object of at most 64 KiB, nested at most 100 levels, replacing '
+'the previous one) under '
 'its lease. Returns true when a cancel was requested (stop the handler). Writes no job_events row. '
 'Errors: job.lease_lost (RQ004: unknown job, token mismatch, not running or lease expired; nothing is '
 'written), job.invalid_argument, job.invalid_progress (RQ003).';
@@ -195,7 +201,8 @@ BEGIN
     END IF;
     IF v_level NOT IN ('debug', 'info', 'warning', 'error')
         OR jsonb_typeof(append_job_log.fields) <> 'object'
-        OR octet_length(append_job_log.fields::text) > 65536 THEN
+        OR octet_length(append_job_log.fields::text) > 65536
+        OR NOT pgrun._json_depth_ok(append_job_log.fields) THEN
         RAISE EXCEPTION 'job.invalid_log_entry' USING
             ERRCODE = 'RQ003',
             DETAIL = CASE
@@ -203,10 +210,12 @@ BEGIN
                     THEN format('level %s is not one of debug, info, warning, error', pgrun._shown(v_level))
                 WHEN jsonb_typeof(append_job_log.fields) <> 'object'
                     THEN 'fields is a JSON ' || jsonb_typeof(append_job_log.fields) || ', not an object'
-                ELSE format('fields is %s bytes (at most 65536)', octet_length(append_job_log.fields::text))
+                WHEN octet_length(append_job_log.fields::text) > 65536
+                    THEN format('fields is %s bytes (at most 65536)', octet_length(append_job_log.fields::text))
+                ELSE 'fields is nested more than 100 levels deep (arrays and objects)'
             END,
             HINT = 'level is debug, info (the default), warning or error; fields is NULL or a JSON '
-                'object of at most 64 KiB.';
+                'object of at most 64 KiB, nested at most 100 levels.';
     END IF;
 
     -- Count the line for its attempt, under the job row's share lock: the first c_max_lines
@@ -242,7 +251,8 @@ $$;
 
 COMMENT ON FUNCTION pgrun.append_job_log(uuid, uuid, text, text, jsonb) IS
 'Append a log line to the running job''s current attempt, under its lease. level is debug, info '
-'(default, also for NULL), warning or error; fields is NULL or a JSON object (at most 64 KiB); a message '
+'(default, also for NULL), warning or error; fields is NULL or a JSON object (at most 64 KiB, nested at most '
+'100 levels); a message '
 'over 8192 characters is truncated (it ends in " [truncated]"), never rejected. An attempt keeps its '
 'first 1000 lines; later ones are counted (get_job: log_lines_dropped per attempt), not stored, and '
 'return NULL. Returns the log line''s id. Writes no job_events row. '

@@ -26,7 +26,8 @@
 -- name; the cron expression (_schedule_check_cron: pgrun's cron grammar, the very set the
 -- Python scheduler accepts); the time zone (pg_timezone_names);
 -- the job template through the enqueue front door's own checker (pgrun._enqueue_check, so a
--- schedule accepts exactly the jobs enqueue_job accepts, with the same job.* codes);
+-- schedule accepts exactly the jobs enqueue_job accepts, with the same job.* codes: the
+-- payload an object of at most 1 MiB nested at most 100 levels, pgrun._json_depth_ok);
 -- catch_up, backfill_limit, misfire_grace_seconds; the scopes.
 --
 -- Locks: the schedule's row (INSERT ... ON CONFLICT DO UPDATE on job_schedules_name_idx;

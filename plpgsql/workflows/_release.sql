@@ -14,7 +14,13 @@
 --   so built that is over 1 MiB (pg_column_size, enqueue's limit for any job) creates no
 --   job: the step fails at once with error_code 'workflow.payload_too_large' (no job_id),
 --   its edges resolve like any failed step's (on_success dependents are skipped,
---   on_terminal ones released). Returns the run of each step it so closed (the failed
+--   on_terminal ones released). Likewise a payload nested more than 100 levels (the nesting
+--   rule every stored payload keeps, pgrun._json_depth_ok), error_code
+--   'workflow.payload_too_deep': an output sits three levels down (the payload,
+--   "dependencies", the prerequisite's {"status", "output"}), so an output nested 98..100
+--   levels, within the rule for a result, cannot reach a dependent. Checking the payload
+--   here rather than results at 97 keeps one rule for every result, and the dependents of
+--   a step are known only at release (an append may add them later). Returns the run of each step it so closed (the failed
 --   ones and those skipped behind them), for the caller to settle with the rest: a release
 --   never settles runs itself, since a caller may not have counted the steps yet (append).
 -- * _workflow_resolve(run_ids, step_keys): the given steps have just become terminal.
@@ -112,20 +118,26 @@ BEGIN
     ),
 
     sized AS (
-        SELECT q.*, pg_column_size(q.payload) <= c_max_payload_bytes AS fits
+        SELECT
+            q.*,
+            CASE
+                WHEN pg_column_size(q.payload) > c_max_payload_bytes THEN 'workflow.payload_too_large'
+                -- a small payload skips the walk (the helper's size guard)
+                WHEN NOT pgrun._json_depth_ok(q.payload) THEN 'workflow.payload_too_deep'
+            END AS refusal
         FROM src AS q
     ),
 
-    -- A payload over the limit creates no job: the step fails with the code instead.
-    too_large AS (
+    -- A payload over a limit creates no job: the step fails with the code instead.
+    refused AS (
         UPDATE pgrun.workflow_steps AS s
         SET status = 'failed',
-            error_code = 'workflow.payload_too_large',
+            error_code = q.refusal,
             released_at = v_now,
             finished_at = v_now,
             updated_at = v_now
         FROM sized AS q
-        WHERE NOT q.fits AND s.run_id = q.run_id AND s.step_key = q.step_key
+        WHERE q.refusal IS NOT NULL AND s.run_id = q.run_id AND s.step_key = q.step_key
         RETURNING s.run_id, s.step_key
     ),
 
@@ -155,7 +167,7 @@ BEGIN
             v_now
         FROM sized AS q
         LEFT JOIN pgrun.job_definitions AS d ON d.job_type = q.job_type
-        WHERE q.fits
+        WHERE q.refusal IS NULL
         ORDER BY q.id
         RETURNING j.id, j.queue, j.workflow_run_id, j.workflow_step_key
     ),
@@ -181,8 +193,8 @@ BEGIN
 
     SELECT
         (SELECT array_agg(DISTINCT i.queue) FROM ins AS i),
-        (SELECT array_agg(t.run_id ORDER BY t.run_id, t.step_key) FROM too_large AS t),
-        (SELECT array_agg(t.step_key ORDER BY t.run_id, t.step_key) FROM too_large AS t)
+        (SELECT array_agg(t.run_id ORDER BY t.run_id, t.step_key) FROM refused AS t),
+        (SELECT array_agg(t.step_key ORDER BY t.run_id, t.step_key) FROM refused AS t)
     INTO v_queues, v_failed_runs, v_failed_keys;
 
     IF v_queues IS NOT NULL THEN
@@ -202,7 +214,8 @@ REVOKE EXECUTE ON FUNCTION pgrun._workflow_release_steps(uuid[], text[]) FROM pu
 
 COMMENT ON FUNCTION pgrun._workflow_release_steps(uuid[], text[]) IS
 'Private: release the given blocked steps whose counters are zero (jobs created set-based, externals waiting). '
-'Returns the run of each step it closed (failed for a payload over 1 MiB, or skipped behind one): the '
+'Returns the run of each step it closed (failed for a payload over 1 MiB or 100 levels, or skipped behind '
+'one): the '
 'caller settles them.';
 
 CREATE OR REPLACE FUNCTION pgrun._workflow_resolve(p_run_ids uuid[], p_step_keys text[])

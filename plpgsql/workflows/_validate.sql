@@ -16,7 +16,8 @@
 -- duplicate dependencies, cycles.
 --
 -- Limits (constants below): 10,000 steps per run, 100,000 dependencies per call, keys of
--- at most 128 characters, a step payload of at most 1 MiB (as for jobs).
+-- at most 128 characters, a step payload of at most 1 MiB (as for jobs) nested at most 100
+-- levels (pgrun._json_depth_ok; deeper is workflow.invalid_step).
 --
 -- Locks: none. Errors (RQ003): workflow.invalid_spec, workflow.too_many_steps,
 -- workflow.invalid_step, workflow.invalid_step_key, workflow.missing_job_type,
@@ -116,6 +117,9 @@ BEGIN
                     THEN 'workflow.invalid_step'
                 WHEN pg_column_size(e.step -> 'payload') > c_max_payload_bytes
                     THEN 'workflow.payload_too_large'
+                -- the nesting rule (util/_limits.sql): a small payload skips the walk
+                WHEN NOT pgrun._json_depth_ok(e.step -> 'payload')
+                    THEN 'workflow.invalid_step'
                 WHEN e.step -> 'payload' ? 'dependencies'
                     THEN 'workflow.reserved_payload_key'
                 WHEN coalesce(jsonb_typeof(e.step -> 'queue'), 'null') NOT IN ('null', 'string')

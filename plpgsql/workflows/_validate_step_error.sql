@@ -41,6 +41,12 @@ BEGIN
                 WHEN coalesce(p_step ->> 'kind', 'job') NOT IN ('job', 'external')
                     OR jsonb_typeof(p_step -> 'kind') NOT IN ('null', 'string')
                     THEN format('kind %s is neither "job" nor "external"', left((p_step -> 'kind')::text, 200))
+                -- a well-formed job type and an object payload, refused by the nesting rule
+                WHEN jsonb_typeof(p_step -> 'job_type') = 'string'
+                    AND pgrun._valid_job_type(p_step ->> 'job_type')
+                    AND jsonb_typeof(p_step -> 'payload') = 'object'
+                    AND NOT pgrun._json_depth_ok(p_step -> 'payload')
+                    THEN 'payload is nested more than 100 levels deep (arrays and objects)'
                 ELSE format(
                     'job template out of range: job_type %s, payload type %s, queue %s, priority %s, '
                     'max_attempts %s, timeout_seconds %s',
@@ -53,8 +59,8 @@ BEGIN
                 )
             END;
             v_hint := 'A step has key, kind ("job" or "external"), depends_on and, for a job step, '
-                'job_type, payload (an object), queue, priority (0..32767), max_attempts (1..1000), '
-                'timeout_seconds (> 0).';
+                'job_type, payload (an object nested at most 100 levels), queue, priority (0..32767), '
+                'max_attempts (1..1000), timeout_seconds (> 0).';
         WHEN 'workflow.invalid_step_key' THEN
             v_detail := v_detail || format(
                 'key %s is not a non-empty string of at most %s characters without surrounding blanks',

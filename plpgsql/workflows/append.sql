@@ -166,7 +166,7 @@ BEGIN
     FROM jsonb_array_elements(v_steps) AS s (step)
     WHERE jsonb_array_length(s.step -> 'depends_on') = 0;
     IF v_roots IS NOT NULL THEN
-        -- steps the release closed (a payload over 1 MiB) are settled with the skipped ones
+        -- steps the release closed (a payload over 1 MiB or 100 levels) are settled with the skipped ones
         v_closed := pgrun._workflow_release_steps(
             array_fill(append_workflow_steps.run_id, ARRAY[cardinality(v_roots)]), v_roots
         );

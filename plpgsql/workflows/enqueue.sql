@@ -24,8 +24,9 @@
 -- matters. As for jobs, the comparison needs a snapshot newer than the conflicting
 -- insert, which only READ COMMITTED gives: keyed enqueue refuses other isolation levels.
 --
--- Limits: a spec of at most 16 MiB, metadata of at most 64 KiB, and those of
--- _workflow_check_steps (10,000 steps, 100,000 dependencies, 1 MiB per payload).
+-- Limits: a spec of at most 16 MiB, metadata of at most 64 KiB nested at most 100 levels
+-- (pgrun._json_depth_ok; deeper is workflow.invalid_spec), and those of
+-- _workflow_check_steps (10,000 steps, 100,000 dependencies, 1 MiB per payload, 100 levels).
 --
 -- Locks: the new rows only (nobody else can see the run before commit); a keyed insert
 -- waits for a concurrent uncommitted insert of the same key. No advisory lock.
@@ -107,13 +108,16 @@ BEGIN
             )
         WHEN coalesce(jsonb_typeof(enqueue_workflow.spec -> 'metadata'), 'null') NOT IN ('null', 'object')
             THEN format('metadata is a JSON %s, not an object', jsonb_typeof(enqueue_workflow.spec -> 'metadata'))
+        WHEN NOT pgrun._json_depth_ok(enqueue_workflow.spec -> 'metadata')
+            THEN 'metadata is nested more than 100 levels deep (arrays and objects)'
     END;
     IF v_problem IS NOT NULL THEN
         RAISE EXCEPTION 'workflow.invalid_spec' USING
             ERRCODE = 'RQ003',
             DETAIL = v_problem,
             HINT = 'A spec has steps and optionally name (1..200 characters), idempotency_key (1..256), '
-                'organization_id (a uuid) and metadata (an object); see docs/workflows.md.';
+                'organization_id (a uuid) and metadata (an object nested at most 100 levels); see '
+                'docs/workflows.md.';
     END IF;
 
     v_name := enqueue_workflow.spec ->> 'name';
@@ -209,7 +213,8 @@ COMMENT ON FUNCTION pgrun.enqueue_workflow(jsonb) IS
 'Start a workflow run from spec: {"steps": [...], "name", "idempotency_key", "organization_id", "metadata"} '
 '(docs/workflows.md). Steps are validated (unique non-empty keys, known dependencies, no self-edges, no '
 'cycles, job steps name a job_type, external steps carry no job template, release_mode on_success or '
-'on_terminal, at most 10,000 steps, 1 MiB per payload, 16 MiB per spec) and stored with their edges; root '
+'on_terminal, at most 10,000 steps, 1 MiB per payload, 16 MiB per spec, payloads and metadata nested at '
+'most 100 levels) and stored with their edges; root '
 'steps are released at once (job steps become queued jobs, external steps wait for complete_external_step). '
 'With idempotency_key the run is unique per (organization_id, key): the same request (steps and '
 'dependencies in any order) returns the existing run with created = false, a different one raises '

@@ -3,7 +3,7 @@
 --
 -- The step must be waiting_for_external (its prerequisites are done). It becomes
 -- succeeded (succeeded => true, the default) or failed, with output (any JSON value up
--- to 1 MiB, or NULL) as the step's output, which dependents receive in their payload's
+-- to 1 MiB nested at most 100 levels (pgrun._json_depth_ok), or NULL) as the step's output, which dependents receive in their payload's
 -- "dependencies". Then its edges resolve exactly as when a job step finishes
 -- (dependents released or skipped, the skip cascading) and the run status is recomputed.
 --
@@ -20,8 +20,8 @@
 -- (workflow.release_conflict when a cancel holds it), the workflow_runs row (FOR NO KEY
 -- UPDATE), the step row, then the dependents' rows.
 --
--- Errors: workflow.invalid_argument, workflow.payload_too_large, workflow.step_not_external
--- (RQ003); workflow.run_not_found, workflow.step_not_found (RQ002);
+-- Errors: workflow.invalid_argument, workflow.payload_too_large, workflow.invalid_output,
+-- workflow.step_not_external (RQ003); workflow.run_not_found, workflow.step_not_found (RQ002);
 -- workflow.step_not_waiting, workflow.step_already_finished, workflow.release_conflict (RQ001).
 
 CREATE OR REPLACE FUNCTION pgrun.complete_external_step(
@@ -59,6 +59,12 @@ BEGIN
             DETAIL = format('output is %s bytes; the limit is %s',
                 pg_column_size(complete_external_step.output), c_max_output_bytes),
             HINT = 'Store large data elsewhere and pass a reference as the output.';
+    END IF;
+    IF NOT pgrun._json_depth_ok(complete_external_step.output) THEN
+        RAISE EXCEPTION 'workflow.invalid_output' USING
+            ERRCODE = 'RQ003',
+            DETAIL = 'output is nested more than 100 levels deep (arrays and objects)',
+            HINT = 'Flatten the output: pgrun stores JSON nested at most 100 levels.';
     END IF;
     v_target := CASE WHEN complete_external_step.succeeded THEN 'succeeded' ELSE 'failed' END;
 
@@ -130,11 +136,11 @@ $$;
 
 COMMENT ON FUNCTION pgrun.complete_external_step(uuid, text, boolean, jsonb, uuid) IS
 'Close an external step that is waiting_for_external: it becomes succeeded (succeeded => true, the default) '
-'or failed, with output (any JSON up to 1 MiB, or NULL) passed on to its dependents; dependents are released '
+'or failed, with output (any JSON up to 1 MiB nested at most 100 levels, or NULL) passed on to its dependents; dependents are released '
 'or skipped as for a finished job, and the run status is recomputed. Repeating the same call changes nothing '
 '(changed = false). Only runs of the organizations the caller acts for are visible; an audit_log row '
 'records who closed the step. Returns step_status, '
 'run_status, changed. Errors: workflow.invalid_argument, workflow.payload_too_large, '
-'workflow.step_not_external (RQ003); workflow.run_not_found, workflow.step_not_found (RQ002); '
+'workflow.invalid_output, workflow.step_not_external (RQ003); workflow.run_not_found, workflow.step_not_found (RQ002); '
 'workflow.step_not_waiting (still blocked), workflow.step_already_finished (finished differently, or '
 'cancelled), workflow.release_conflict (a cancel of the run is in progress; retry) (RQ001).';
