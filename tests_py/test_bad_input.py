@@ -27,7 +27,8 @@ pgrun table (found in the catalog, so new tables are included) must equal the on
 When it succeeds the state may change, but not by storing what is clearly wrong: more than
 256 KiB of new text in one table (a hostile value kept whole), a timestamp Python cannot
 read (infinite, or outside years 1..9999) stored or returned, a write made with the nil or an
-unknown id, or a written empty/blank value for an argument that names something.
+unknown id, a written empty/blank value for an argument that names something, or any write
+given a 5000-deep document (no stored JSON nests more than 100 levels).
 
 Set PGRUN_BAD_INPUT_REPORT=<file> to have the run write a Markdown report of every finding
 and observation there.
@@ -485,9 +486,10 @@ class Battery:
             elif value.kind in ("empty", "blank") and case.arg in NAMING_TEXT_ARGS:
                 result.findings.append("wrote an empty or blank name")
             elif value.kind == "deep":
+                # every stored client value is nested at most 100 levels (docs/errors.md, Limits)
                 handed_back = leaf in ("payload", "state", "progress")
-                result.notes.append(
-                    "stored a 5000-deep JSON document: Python's json cannot load it (RecursionError)"
+                result.findings.append(
+                    "accepted a 5000-deep JSON document: Python's json cannot load it (RecursionError)"
                     + (", and claim_jobs hands it to the worker" if handed_back else "")
                 )
 
