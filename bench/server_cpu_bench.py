@@ -5,10 +5,12 @@ one leaves the network, the commit and the client out: each round runs, inside o
 block on the server, 2,000 `enqueue_job` calls, then 20 batches of claim_jobs + complete_jobs
 of 100 jobs, and divides the elapsed server time by the calls (jobs). The two schemas sit in
 two databases of one server and take turns, round by round; the ratios are the medians of the
-per-round ratios. Both are called as the superuser: the role model's privilege checks are the
-same on both sides, so they cancel out (ab_bench.py measures them).
+per-round ratios. Both are called as the superuser (the role model's privilege checks are the
+same on both sides, so they cancel out), or with --roles as clients call them under the role
+model: enqueue as a producer bound to one organization, the cycle as a worker with a queue
+scope (the base must have the role model then).
 
-Usage: python bench/server_cpu_bench.py [--base REF] [--rounds N]
+Usage: python bench/server_cpu_bench.py [--base REF] [--rounds N] [--roles]
 Needs DATABASE_URL (a server where it may create databases); `make bench` gives it a
 throw-away one. The default base is HEAD, so before a commit it measures the change at hand.
 """
@@ -24,8 +26,9 @@ from pathlib import Path
 
 import psycopg
 
+from ab_bench import grant_scopes
 from pgrun import migrate
-from pgrun.testing import extract_schema, scratch_database
+from pgrun.testing import extract_schema, login_roles, scratch_database
 
 ENQUEUE = """
 DO $$
@@ -68,6 +71,7 @@ def main() -> int:
         "--base", default="HEAD", help="the commit to compare with (default HEAD: the uncommitted change)"
     )
     parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--roles", action="store_true", help="call as a bound producer and a scoped worker")
     args = parser.parse_args()
     admin = os.environ.get("DATABASE_URL")
     if not admin:
@@ -85,14 +89,25 @@ def main() -> int:
         finally:
             del os.environ["PGRUN_SCHEMA_DIR"]
         migrate.migrate(head)
-        for n in range(args.rounds):
-            for name, dsn in (("base", base), ("head", head)):
-                samples[name]["enqueue"].append(per_call_us(dsn, ENQUEUE))
-                samples[name]["cycle"].append(per_call_us(dsn, CYCLE))
-                with psycopg.connect(dsn, autocommit=True) as conn:
-                    conn.execute("TRUNCATE pgrun.jobs CASCADE")
-            last = (f"{s} {v['enqueue'][-1]:.0f}/{v['cycle'][-1]:.1f} us" for s, v in samples.items())
-            print(f"round {n + 1}: " + ", ".join(last), flush=True)
+        kinds: dict[str, str | None] = {"producer": "producer", "worker": "worker"} if args.roles else {}
+        with (
+            login_roles(admin, kinds, prefix="pgrun_cpu_base") as base_roles,
+            login_roles(admin, kinds) as head_roles,
+        ):
+            # (owner DSN, enqueue as, cycle as)
+            setups = {"base": (base, base, base), "head": (head, head, head)}
+            for name, dsn, made in (("base", base, base_roles), ("head", head, head_roles)):
+                if made:
+                    grant_scopes(dsn, made["producer"].name, made["worker"].name)
+                    setups[name] = (dsn, made["producer"].dsn(dsn), made["worker"].dsn(dsn))
+            for n in range(args.rounds):
+                for name, (dsn, producer, worker) in setups.items():
+                    samples[name]["enqueue"].append(per_call_us(producer, ENQUEUE))
+                    samples[name]["cycle"].append(per_call_us(worker, CYCLE))
+                    with psycopg.connect(dsn, autocommit=True) as conn:
+                        conn.execute("TRUNCATE pgrun.jobs CASCADE")
+                last = (f"{s} {v['enqueue'][-1]:.0f}/{v['cycle'][-1]:.1f} us" for s, v in samples.items())
+                print(f"round {n + 1}: " + ", ".join(last), flush=True)
     print()
     print("| per call, server CPU | base | head | head / base (median of per-round ratios) |")
     print("|---|---:|---:|---:|")
