@@ -260,7 +260,7 @@ BEGIN
     IF v_problem IS NOT NULL THEN
         RAISE EXCEPTION 'schedule.invalid_cron' USING
             ERRCODE = 'RQ003',
-            DETAIL = format('cron %s: %s', coalesce(quote_literal(pgrun._clip(p_cron, 200)), 'NULL'), v_problem),
+            DETAIL = format('cron %s: %s', pgrun._shown(p_cron), v_problem),
             HINT = 'Use 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds last, '
                 'e.g. ''*/5 * * * *'', or a macro such as @hourly (docs/schedules.md has the grammar).';
     END IF;
@@ -288,7 +288,7 @@ BEGIN
         RAISE EXCEPTION 'schedule.invalid_timezone' USING
             ERRCODE = 'RQ003',
             DETAIL = format('time zone %s is not a zone name PostgreSQL knows',
-                coalesce(quote_literal(pgrun._clip(p_timezone, 200)), 'NULL')),
+                pgrun._shown(p_timezone)),
             HINT = 'Use an IANA zone name such as UTC or Europe/Berlin (see pg_timezone_names); '
                 'fixed offsets and abbreviations are not accepted.';
     END IF;
@@ -316,7 +316,7 @@ BEGIN
     v_problem := CASE
         WHEN p_scope_kind IS NULL OR p_scope_kind NOT IN ('none', 'organization', 'key')
             THEN format('scope_kind %s is not none, organization or key',
-                coalesce(quote_literal(pgrun._clip(p_scope_kind, 200)), 'NULL'))
+                pgrun._shown(p_scope_kind))
         WHEN p_scope_kind = 'none' AND v_n > 0
             THEN 'scopes given for scope_kind none'
         WHEN p_scope_kind = 'none'
@@ -401,7 +401,7 @@ BEGIN
         RAISE EXCEPTION 'schedule.invalid_scheduler_id' USING
             ERRCODE = 'RQ003',
             DETAIL = format('scheduler_id %s is NULL, blank or longer than 200 characters',
-                coalesce(quote_literal(pgrun._clip(p_scheduler_id, 200)), 'NULL')),
+                pgrun._shown(p_scheduler_id)),
             HINT = 'Pass a stable, non-empty name for the scheduler process (e.g. host:pid).';
     END IF;
 END;
@@ -495,7 +495,7 @@ BEGIN
     IF schedule_id IS NULL THEN
         RAISE EXCEPTION 'schedule.not_found' USING
             ERRCODE = 'RQ002',
-            DETAIL = format('no schedule %L%s', pgrun._clip(p_name, 200),
+            DETAIL = format('no schedule %s%s', pgrun._shown(p_name),
                 CASE WHEN _schedule_lock.organization_id IS NULL THEN ' without an organization'
                     ELSE format(' in organization %s', _schedule_lock.organization_id) END),
             HINT = 'Check the name and the organization_id (a schedule of an organization is only '

@@ -88,7 +88,7 @@ BEGIN
         RAISE EXCEPTION 'schedule.invalid_name' USING
             ERRCODE = 'RQ003',
             DETAIL = format('name %s is NULL, blank, has surrounding blanks or is over 200 characters',
-                coalesce(quote_literal(pgrun._clip(upsert_schedule.name, 200)), 'NULL')),
+                pgrun._shown(upsert_schedule.name)),
             HINT = 'Name the schedule with 1..200 characters, e.g. reports.nightly.';
     END IF;
     -- Tenancy: the schedule belongs to the organization the caller acts for; a worker declares
@@ -120,7 +120,7 @@ BEGIN
         RAISE EXCEPTION 'schedule.invalid_catch_up' USING
             ERRCODE = 'RQ003',
             DETAIL = format('catch_up %s is not latest, all or none',
-                coalesce(quote_literal(pgrun._clip(upsert_schedule.catch_up, 200)), 'NULL')),
+                pgrun._shown(upsert_schedule.catch_up)),
             HINT = 'latest: after downtime fire the most recent missed plan time once; all: fire '
                 'every missed one (up to backfill_limit); none: skip missed ones.';
     END IF;
