@@ -15,8 +15,6 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -30,10 +28,8 @@ from pgrun import queries as q
 from pgrun import scheduler as sched
 from pgrun.client import AsyncClient
 from pgrun.config import Config
-from pgrun.scheduler import ScheduleDeclaration
 from pgrun.testing import install_test_clock
-
-T0 = datetime(2031, 3, 3, 0, 0, tzinfo=UTC)
+from schedule_support import T0, at, declare, session, ticks
 
 
 @pytest.fixture
@@ -43,39 +39,12 @@ def db(db: str) -> str:
     return db
 
 
-@contextmanager
-def session(dsn: str) -> Iterator[psycopg.Connection[Any]]:
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        yield conn
-
-
-def at(conn: psycopg.Connection[Any], moment: datetime) -> None:
-    conn.execute("SELECT set_config('pgrun.fake_now', %s, false)", (moment.isoformat(),))
-
-
-def declare(conn: psycopg.Connection[Any], moment: datetime, **kwargs: Any) -> None:
-    at(conn, moment)
-    sched.upsert_schedule(conn, ScheduleDeclaration(**kwargs))
-
-
 def every(cron: str, after: datetime, upto: datetime) -> list[datetime]:
     it = croniter(cron, after)
     out: list[datetime] = []
     while (t := it.get_next(datetime)) <= upto:
         out.append(t)
     return out
-
-
-def ticks(conn: psycopg.Connection[Any], name: str) -> list[tuple[str, datetime]]:
-    rows = conn.execute(
-        """
-        SELECT t.scope, t.plan_time
-        FROM pgrun.schedule_ticks AS t JOIN pgrun.job_schedules AS s ON s.id = t.schedule_id
-        WHERE s.name = %s ORDER BY t.plan_time, t.scope
-        """,
-        (name,),
-    ).fetchall()
-    return [(r[0], r[1]) for r in rows]
 
 
 def schedule(conn: psycopg.Connection[Any], name: str) -> dict[str, Any]:

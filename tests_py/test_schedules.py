@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -25,8 +23,7 @@ from pgrun import scheduler as sched
 from pgrun.errors import InvalidInputError
 from pgrun.scheduler import ScheduleDeclaration
 from pgrun.testing import install_test_clock
-
-T0 = datetime(2031, 3, 3, 0, 0, tzinfo=UTC)
+from schedule_support import T0, at, declare, session, ticks
 
 
 @pytest.fixture
@@ -34,21 +31,6 @@ def db(db: str) -> str:
     """The migrated database, with the test clock that honours pgrun.fake_now."""
     install_test_clock(db)
     return db
-
-
-@contextmanager
-def session(dsn: str) -> Iterator[psycopg.Connection[Any]]:
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        yield conn
-
-
-def at(conn: psycopg.Connection[Any], moment: datetime) -> None:
-    conn.execute("SELECT set_config('pgrun.fake_now', %s, false)", (moment.isoformat(),))
-
-
-def declare(conn: psycopg.Connection[Any], moment: datetime, **kwargs: Any) -> None:
-    at(conn, moment)
-    sched.upsert_schedule(conn, ScheduleDeclaration(**kwargs))
 
 
 def expected(cron: str, zone: str, after: datetime, upto: datetime) -> list[datetime]:
@@ -59,18 +41,6 @@ def expected(cron: str, zone: str, after: datetime, upto: datetime) -> list[date
         if t > upto:
             return out
         out.append(t.astimezone(UTC))
-
-
-def ticks(conn: psycopg.Connection[Any], name: str) -> list[tuple[str, datetime]]:
-    rows = conn.execute(
-        """
-        SELECT t.scope, t.plan_time
-        FROM pgrun.schedule_ticks AS t JOIN pgrun.job_schedules AS s ON s.id = t.schedule_id
-        WHERE s.name = %s ORDER BY t.plan_time, t.scope
-        """,
-        (name,),
-    ).fetchall()
-    return [(r[0], r[1]) for r in rows]
 
 
 def plan_times(conn: psycopg.Connection[Any], name: str) -> list[datetime]:
