@@ -67,6 +67,10 @@ $$;
 
 REVOKE EXECUTE ON FUNCTION pgrun._lease_lost_reason(uuid, uuid) FROM public;
 
+COMMENT ON FUNCTION pgrun._lease_lost_reason(uuid, uuid) IS
+'Private: why (job_id, lease_token) holds no live lease: unknown_job, not_running, token_mismatch, '
+'lease_expired; not_held for a caller that never held the job and is not an admin.';
+
 -- Raise job.lease_lost for one job. p_reason is what the write itself observed; when NULL
 -- it is looked up now (_lease_lost_reason: 'not_held' unless the caller held the job or is
 -- an admin, and then the DETAIL says nothing about the job either).
@@ -104,6 +108,9 @@ END;
 $$;
 
 REVOKE EXECUTE ON FUNCTION pgrun._raise_lease_lost(uuid, uuid, text) FROM public;
+
+COMMENT ON FUNCTION pgrun._raise_lease_lost(uuid, uuid, text) IS
+'Private: raises job.lease_lost (RQ004) for one job, with the reason the write observed (or looked up).';
 
 -- The retry-or-dead decision for an attempt that did not succeed.
 --
@@ -164,6 +171,13 @@ REVOKE EXECUTE ON FUNCTION pgrun._retry_decision(
     interval, timestamptz, text
 ) FROM public;
 
+COMMENT ON FUNCTION pgrun._retry_decision(
+    integer, integer, boolean, double precision, double precision, double precision,
+    interval, timestamptz, text
+) IS
+'Private: the retry-or-dead rule of fail_job(s) and the reaper: retry_at (the given delay, or the '
+'jittered exponential backoff, at most 10 years) or dead_reason.';
+
 -- Free text a worker reports is kept, never rejected: beyond p_max_chars characters it is
 -- cut and ends in ' [truncated]' (the result is exactly p_max_chars long).
 -- No SET search_path here, on purpose: it is called for every row of a batch, and a SQL
@@ -183,6 +197,9 @@ AS $$
 $$;
 
 REVOKE EXECUTE ON FUNCTION pgrun._clip(text, integer) FROM public;
+
+COMMENT ON FUNCTION pgrun._clip(text, integer) IS
+'Private: free text cut to p_max_chars characters, ending in " [truncated]" when it was longer.';
 
 -- worker_id and lease_seconds, as claim_jobs and heartbeat_jobs take them.
 CREATE OR REPLACE FUNCTION pgrun._check_worker(p_worker_id text, p_lease_seconds integer)
@@ -208,6 +225,9 @@ END;
 $$;
 
 REVOKE EXECUTE ON FUNCTION pgrun._check_worker(text, integer) FROM public;
+
+COMMENT ON FUNCTION pgrun._check_worker(text, integer) IS
+'Private: raises job.invalid_worker_id / job.invalid_lease_seconds (RQ003) for claim_jobs and heartbeat_jobs.';
 
 -- The arrays of a batch write: job_ids and lease_tokens are required, one-dimensional,
 -- without NULL elements or repeated job ids, at most 10000 long; every optional array in
@@ -259,3 +279,7 @@ END;
 $$;
 
 REVOKE EXECUTE ON FUNCTION pgrun._check_lease_batch(uuid[], uuid[], integer[]) FROM public;
+
+COMMENT ON FUNCTION pgrun._check_lease_batch(uuid[], uuid[], integer[]) IS
+'Private: raises job.invalid_batch (RQ003) unless the arrays of a batch write are parallel, '
+'one-dimensional, without NULLs or repeated ids, and at most 10000 long.';

@@ -69,5 +69,5 @@ $$;
 REVOKE EXECUTE ON FUNCTION pgrun._schedule_forbid_reentry(timestamptz, integer) FROM public;
 
 COMMENT ON FUNCTION pgrun._schedule_forbid_reentry(timestamptz, integer) IS
-'Private, reap_expired_leases'' hook: expired jobs of schedules that forbid stale re-entry get their '
+'Private: reap_expired_leases'' hook: expired jobs of schedules that forbid stale re-entry get their '
 'attempt budget closed (so the reaper kills them instead of retrying) and their ticks marked failed.';

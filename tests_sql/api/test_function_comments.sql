@@ -1,7 +1,8 @@
 -- The API reference is generated from the catalog: every public function documents itself,
--- and private helpers (leading underscore) are not callable by PUBLIC.
+-- every private helper says what it is for, and private helpers (leading underscore) are not
+-- callable by PUBLIC.
 BEGIN;
-SELECT plan(3);
+SELECT plan(4);
 
 SELECT is_empty(
     $$
@@ -12,6 +13,17 @@ SELECT is_empty(
       AND coalesce(obj_description(p.oid, 'pg_proc'), '') = ''
     $$,
     'every public function in schema pgrun has a COMMENT'
+);
+
+SELECT is_empty(
+    $$
+    SELECT p.oid::regprocedure::text
+    FROM pg_proc AS p
+    WHERE p.pronamespace = 'pgrun'::regnamespace
+      AND p.proname ~ '^_'
+      AND coalesce(obj_description(p.oid, 'pg_proc'), '') !~ '^Private: '
+    $$,
+    'every private helper has a COMMENT that starts with "Private: "'
 );
 
 SELECT ok(
