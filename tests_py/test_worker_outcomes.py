@@ -229,6 +229,27 @@ def test_failures_with_unstorable_text_land_sanitised_with_their_batch_mates(db:
         assert job["total_attempts"] == 1 and _events(db, job["id"])["dead"] == 1
 
 
+def test_a_log_line_with_unstorable_text_is_kept_sanitised_and_the_handler_goes_on(db: str) -> None:
+    app = App()
+
+    @app.job("t.log")
+    async def logs(ctx: JobContext) -> Any:
+        await ctx.log("nul \x00 here")
+        await ctx.log("lone \udc80 surrogate", level="warning")
+        return {"logged": 2}
+
+    with Client.connect(db) as client:
+        job_id = client.enqueue_job("t.log", {}).job_id
+        run_worker_until(app, fast_config(db), lambda c: _done(c, [job_id]))
+        job = client.get_job(job_id)
+    assert (job["status"], job["result"]) == ("succeeded", {"logged": 2})
+    with psycopg.connect(db, autocommit=True) as conn:
+        lines = conn.execute(
+            "SELECT level, message FROM pgrun.job_logs WHERE job_id = %s ORDER BY id", (job_id,)
+        )
+        assert lines.fetchall() == [("info", "nul \ufffd here"), ("warning", "lone \ufffd surrogate")]
+
+
 def test_a_failure_fail_jobs_refuses_is_written_without_what_it_refused(db: str) -> None:
     """A negative retry delay makes fail_jobs refuse its whole batch (job.invalid_delay): the
     others are written once, the refused one again without its delay (code failure_invalid)."""

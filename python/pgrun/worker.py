@@ -404,7 +404,10 @@ class Worker:
         return await self.client.report_progress(job.job_id, job.lease_token, data)
 
     async def log(self, job: ClaimedJob, message: str, level: str, fields: JsonObject | None) -> None:
-        await self.client.append_job_log(job.job_id, job.lease_token, message, level=level, fields=fields)
+        # Free text is kept, never refused: a NUL or lone surrogate becomes U+FFFD (and the
+        # SQL clips an over-long line), so a log call never fails the handler over its text.
+        text = _as_text(message)
+        await self.client.append_job_log(job.job_id, job.lease_token, text, level=level, fields=fields)
 
     # -- writing outcomes ----------------------------------------------------------------
 
@@ -832,13 +835,17 @@ def _encodable(text: str) -> bool:
     return True
 
 
-def _storable(text: str) -> str:
-    """``text`` as PostgreSQL text: NUL and lone surrogates become U+FFFD, at most
-    MAX_ERROR_MESSAGE characters."""
+def _as_text(text: str) -> str:
+    """``text`` as PostgreSQL text can hold it: NUL and lone surrogates become U+FFFD."""
     text = text.replace("\x00", "\ufffd")
     if not _encodable(text):
         text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return _clip(text, MAX_ERROR_MESSAGE - len(_TRUNCATED))
+    return text
+
+
+def _storable(text: str) -> str:
+    """``text`` as PostgreSQL text (_as_text), at most MAX_ERROR_MESSAGE characters."""
+    return _clip(_as_text(text), MAX_ERROR_MESSAGE - len(_TRUNCATED))
 
 
 def _clip(text: str, limit: int) -> str:
