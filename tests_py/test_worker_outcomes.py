@@ -194,6 +194,48 @@ def test_a_transient_refusal_writes_the_batch_again_as_it_is(
     assert set(runs.values()) == {1}
 
 
+def test_a_batch_timed_out_by_one_locked_row_writes_the_others_at_once(
+    db: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One job row locked elsewhere makes complete_jobs run into statement_timeout for the
+    whole batch: the worker halves it, so the batch-mates are written while the lock is held;
+    the blocked outcome is tried alone, and given up after MAX_TIMEOUTS (its lease expires and
+    the reaper decides), so a write that cannot finish never loops for ever."""
+    monkeypatch.setattr(worker_module, "MAX_TIMEOUTS", 2)
+    gate = Gate(4)
+    holder = psycopg.connect(db)
+    app = App()
+
+    @app.job("t.locked_row")
+    async def handler(ctx: JobContext) -> Any:
+        if ctx.payload["lock"]:
+            # Another session locks this job's row before the handler returns.
+            holder.execute("SELECT 1 FROM pgrun.jobs WHERE id = %s FOR SHARE", (ctx.job_id,))
+        await gate.wait()
+        return {"n": ctx.payload["n"]}
+
+    timing_out = psycopg.conninfo.make_conninfo(db, options="-c statement_timeout=300")
+    try:
+        with Client.connect(db) as client:
+            ids = [client.enqueue_job("t.locked_row", {"n": n, "lock": n == 0}).job_id for n in range(4)]
+            blocked, others = ids[0], ids[1:]
+            with caplog.at_level(logging.ERROR, logger="pgrun.worker"):
+                run_worker_until(
+                    app,
+                    fast_config(timing_out),
+                    lambda c: (
+                        _done(c, others)
+                        and any("timed out 2 times" in r.getMessage() for r in caplog.records)
+                    ),
+                )
+            assert statuses(client, others) == ["succeeded"] * 3
+            assert statuses(client, [blocked]) == ["running"], "its outcome was given up, not written"
+            for job_id in others:
+                assert _events(db, job_id)["succeeded"] == 1
+    finally:
+        holder.close()
+
+
 def test_failures_with_unstorable_text_land_sanitised_with_their_batch_mates(db: str) -> None:
     gate = Gate(4)
     app = App()

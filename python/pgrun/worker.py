@@ -107,6 +107,8 @@ _TRUNCATED = " [truncated]"
 # intervention: statement_timeout and shutdown, system error) or lock_not_available is
 # written again as it is; so is one the server never answered (no SQLSTATE).
 _TRANSIENT_CLASSES = frozenset({"08", "40", "53", "57", "58"})
+#: How often one outcome's own write may time out before the worker gives it up.
+MAX_TIMEOUTS = 5
 _TRANSIENT_STATES = frozenset({"55P03"})
 # A NUL escape in JSON text: an odd number of backslashes before u0000.
 _NUL_ESCAPE = re.compile(r"(\\+)u0000")
@@ -130,6 +132,8 @@ class _Outcome:
     follow_up: Continue | None = None
     #: A failure written in place of an outcome the server refused: refused too, it is dropped.
     rewritten: bool = False
+    #: How many writes of this outcome alone ran out of time (statement or lock timeout).
+    timeouts: int = 0
 
 
 @dataclass
@@ -488,6 +492,29 @@ class Worker:
         refused: Callable[[_Outcome, Exception, _Pending], None],
     ) -> None:
         """A batch write raised ``exc``: retry it as it is, write it run by run, or halve it."""
+        if _timed_out(exc):
+            # One blocked row (a lock held elsewhere) times out the whole statement: halve the
+            # batch so the others are written now; an outcome that times out alone is tried
+            # again, MAX_TIMEOUTS times at most, then dropped (its lease expires, the reaper
+            # decides), so a write that can never finish in time does not loop for ever.
+            if len(outcomes) > 1:
+                middle = len(outcomes) // 2
+                await write(outcomes[:middle], pending)
+                await write(outcomes[middle:], pending)
+                return
+            outcome = outcomes[0]
+            outcome.timeouts += 1
+            if outcome.timeouts >= MAX_TIMEOUTS:
+                job = outcome.running.job
+                log.error(
+                    "job %s (%s): its outcome timed out %d times (%s); dropping it, the lease expires",
+                    job.job_id,
+                    job.job_type,
+                    outcome.timeouts,
+                    exc,
+                )
+                self._leases.pop(job.job_id, None)
+                return
         if _transient(exc):
             log.warning("writing %d outcome(s) failed (%s); will retry", len(outcomes), exc)
             pending.retry += outcomes
@@ -745,6 +772,11 @@ def _transient(exc: BaseException) -> bool:
         state = exc.sqlstate
         return state is None or state[:2] in _TRANSIENT_CLASSES or state in _TRANSIENT_STATES
     return False
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """The statement ran out of time: statement_timeout (57014) or lock_timeout (55P03)."""
+    return isinstance(exc, psycopg.OperationalError) and exc.sqlstate in ("57014", "55P03")
 
 
 def _release_conflict(exc: BaseException) -> bool:
