@@ -239,7 +239,9 @@ def test_a_lost_lease_drops_the_outcome_and_is_logged(db: str, caplog: pytest.Lo
                     " WHERE id = %s AND status = 'running'",
                     [job_id],
                 )
-            return "lease lost" in caplog.text
+            # the worker logs the lost lease as soon as its write comes back lease_lost; the
+            # reaper (every second) makes the job dead on its own schedule: wait for both
+            return "lease lost" in caplog.text and c.get_job(job_id)["status"] == "dead"
 
         with caplog.at_level(logging.WARNING, logger="pgrun.worker"):
             run_worker_until(app, fast_config(db), expire_then_wait)
