@@ -267,3 +267,23 @@ def test_list_schedules_reads_every_page(db: str) -> None:
         assert names == [f"s{i:04d}" for i in range(1, 1006)]
         page = conn.execute("SELECT count(*) FROM pgrun.list_schedules()").fetchone()
         assert page == (100,)
+
+
+@pytest.mark.parametrize("poll_seconds", [1, 1800, 1801, 3600])
+def test_every_poll_interval_the_configuration_accepts_fires(db: str, poll_seconds: int) -> None:
+    """JOBS_SCHEDULE_POLL_INTERVAL_SECONDS takes 1..3600; the claim the loop asks for must be
+    one claim_due_schedules grants, whatever the interval (over 1800 it once asked for more
+    than 3600 s and every pass failed with schedule.invalid_lease_seconds)."""
+    with session(db) as conn:
+        declare(conn, T0, name="polled", cron="*/10 * * * *", job_type="test.cron")
+    fake = make_conninfo(db, options=f"-c pgrun.fake_now={(T0 + timedelta(minutes=10)).isoformat()}")
+
+    async def one_pass() -> sched.PassReport:
+        async with await AsyncClient.connect(fake) as client:
+            config = Config(schedule_poll_interval_seconds=poll_seconds)
+            return await sched.Scheduler(client, config).run_once()
+
+    report = asyncio.run(one_pass())
+    assert (report.claimed, report.fired, report.errors) == (1, 1, 0)
+    with session(db) as conn:
+        assert ticks(conn, "polled") == [("", T0 + timedelta(minutes=10))]

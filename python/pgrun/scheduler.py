@@ -59,6 +59,8 @@ log = logging.getLogger("pgrun.scheduler")
 CATCH_UP_POLICIES = ("latest", "all", "none")
 DEFAULT_MAX_SCHEDULES = 100
 DEFAULT_LEASE_SECONDS = 60
+#: The longest claim claim_due_schedules grants (schedule.invalid_lease_seconds beyond it).
+MAX_LEASE_SECONDS = 3600
 #: fire_schedule makes at most this many ticks (plan times x scopes) per call; a longer
 #: catch-up is fired in chunks under one claim.
 MAX_TICKS_PER_FIRE = 10000
@@ -429,6 +431,12 @@ def run_scheduler(
 # -- the async loop for `pgrun worker` -----------------------------------------------------
 
 
+def _loop_lease_seconds(poll_interval_seconds: int) -> int:
+    """The claim the loop asks for: two poll intervals (at least the default), never more than
+    claim_due_schedules grants, so every interval the configuration takes (1..3600) works."""
+    return min(MAX_LEASE_SECONDS, max(DEFAULT_LEASE_SECONDS, 2 * poll_interval_seconds))
+
+
 class Scheduler:
     """The scheduler as a loop of ``pgrun worker`` (see ``pgrun.runner``): one pass every
     ``JOBS_SCHEDULE_POLL_INTERVAL_SECONDS``, on the worker's pool. Before its first pass it
@@ -451,7 +459,7 @@ class Scheduler:
         self.max_schedules = max_schedules
         self.max_ticks_per_fire = max_ticks_per_fire
         self.scheduler_id = f"{config.worker_id}:scheduler"
-        self.lease_seconds = max(DEFAULT_LEASE_SECONDS, 2 * config.schedule_poll_interval_seconds)
+        self.lease_seconds = _loop_lease_seconds(config.schedule_poll_interval_seconds)
 
     async def run(self, stop: asyncio.Event) -> None:
         declared_done = not self.declared
