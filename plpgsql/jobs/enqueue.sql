@@ -133,7 +133,8 @@ BEGIN
         END IF;
     END IF;
 
-    IF current_setting('transaction_isolation') <> 'read committed' THEN
+    -- READ UNCOMMITTED is READ COMMITTED in PostgreSQL: both see the concurrent insert.
+    IF current_setting('transaction_isolation') NOT IN ('read committed', 'read uncommitted') THEN
         SELECT e.ord::integer INTO v_bad_ord
         FROM jsonb_array_elements(p_requests) WITH ORDINALITY AS e (elem, ord)
         WHERE jsonb_typeof(e.elem -> 'idempotency_key') = 'string'

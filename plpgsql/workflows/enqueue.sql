@@ -139,7 +139,9 @@ BEGIN
     v_steps := pgrun._workflow_check_steps(enqueue_workflow.spec -> 'steps', '{}');
     v_request := jsonb_build_object('name', v_name, 'metadata', v_metadata, 'steps', v_steps);
 
-    IF v_key IS NOT NULL AND current_setting('transaction_isolation') <> 'read committed' THEN
+    -- READ UNCOMMITTED is READ COMMITTED in PostgreSQL: both see the concurrent insert.
+    IF v_key IS NOT NULL
+        AND current_setting('transaction_isolation') NOT IN ('read committed', 'read uncommitted') THEN
         RAISE EXCEPTION 'workflow.enqueue_idempotency_unsupported_isolation' USING
             ERRCODE = 'RQ006',
             DETAIL = format(
