@@ -16,6 +16,10 @@ def test_defaults_and_a_generated_worker_id() -> None:
     assert (config.poll_interval_ms, config.claim_batch_size, config.lease_ttl_seconds) == (1000, 10, 30)
     assert from_env({"JOBS_WORKER_ID": "   "}).worker_id.startswith("worker-")
     assert from_env({"JOBS_WORKER_ID": "host-1"}).worker_id == "host-1"
+    # the reaper retries with each job type's backoff unless a delay is asked for; 0 is one
+    assert config.reaper_retry_delay_ms is None
+    assert from_env({"JOBS_REAPER_RETRY_DELAY_MS": "0"}).reaper_retry_delay_ms == 0
+    assert from_env({"JOBS_REAPER_RETRY_DELAY_MS": "soon"}).reaper_retry_delay_ms is None
 
 
 def test_values_are_read() -> None:

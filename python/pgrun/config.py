@@ -12,7 +12,7 @@ the nearest safe value (out of range), with a warning that names the variable.
 | JOBS_MAX_GLOBAL_CONCURRENCY | 10 | 1 .. 10000 |
 | JOBS_REAPER_INTERVAL_SECONDS | 10 | 1 .. 3600 |
 | JOBS_SCHEDULE_POLL_INTERVAL_SECONDS | 5 | 1 .. 3600 |
-| JOBS_REAPER_RETRY_DELAY_MS | 0 | 0 .. 86400000 |
+| JOBS_REAPER_RETRY_DELAY_MS | unset: each job type's backoff | 0 .. 86400000 (0 = retry at once) |
 | JOBS_RETENTION_HOURS | 168 (7 days) | 0 .. 876000; 0 = never purge |
 | JOBS_SHUTDOWN_GRACE_SECONDS | 30 | 0 .. 86400 |
 | JOBS_STORE_TRACEBACKS | false | true/false (1/0, yes/no, on/off) |
@@ -39,7 +39,8 @@ class Config:
     max_global_concurrency: int = 10
     reaper_interval_seconds: int = 10
     schedule_poll_interval_seconds: int = 5
-    reaper_retry_delay_ms: int = 0
+    #: The retry delay the reaper passes for expired leases; None: each job type's backoff.
+    reaper_retry_delay_ms: int | None = None
     retention_hours: int = 168
     shutdown_grace_seconds: int = 30
     #: Store a crashed handler's whole traceback as its error message (default: the exception's
@@ -91,6 +92,8 @@ def _clamped(config: Config) -> Config:
     changes: dict[str, int | str] = {}
     for name, attr, low, high in _INTEGERS:
         value = getattr(config, attr)
+        if value is None:  # an optional setting left unset
+            continue
         fixed = _clamp(name, value, low, high)
         if fixed != value:
             changes[attr] = fixed

@@ -1,12 +1,13 @@
 """The reaper loop: recover expired leases, purge old finished jobs.
 
 Every ``JOBS_REAPER_INTERVAL_SECONDS`` it calls ``reap_expired_leases`` (again while a call
-comes back full), with ``JOBS_REAPER_RETRY_DELAY_MS`` as the retry delay (0 = retry at
-once, as the SQL's ``retry_delay``); what becomes of each job (retry, dead, cancelled) is
-the function's decision. About once a minute it calls ``purge_finished_jobs`` with the
-retention period ``JOBS_RETENTION_HOURS`` (0 = keep everything), again while full. Purging is
-an admin's right (docs/security.md): under a role that may not purge, the reaper says so once
-and goes on reaping; retention is then ``pgrun purge`` run by an admin (from cron, say).
+comes back full); a job it retries waits its type's backoff, as a failed attempt does, unless
+``JOBS_REAPER_RETRY_DELAY_MS`` sets one delay for all (0 = retry at once); what becomes of each
+job (retry, dead, cancelled) is the function's decision. About once a minute it calls
+``purge_finished_jobs`` with the retention period ``JOBS_RETENTION_HOURS`` (0 = keep
+everything), again while full. Purging is an admin's right (docs/security.md): under a role
+that may not purge, the reaper says so once and goes on reaping; retention is then
+``pgrun purge`` run by an admin (from cron, say).
 
 Any number of reapers may run: the SQL skips rows another reaper is working on.
 """
@@ -62,7 +63,8 @@ class Reaper:
 
     async def reap(self) -> int:
         """One pass: reap until a call comes back short. Returns how many jobs were reaped."""
-        retry_delay = timedelta(milliseconds=self.config.reaper_retry_delay_ms)
+        delay_ms = self.config.reaper_retry_delay_ms
+        retry_delay = None if delay_ms is None else timedelta(milliseconds=delay_ms)
         total = 0
         while True:
             rows = await self.client.reap_expired_leases(max_jobs=REAP_BATCH, retry_delay=retry_delay)
