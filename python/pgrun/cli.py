@@ -17,6 +17,7 @@ from typing import Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
+from psycopg_pool import PoolTimeout
 
 from pgrun import display
 from pgrun import migrate as migrations
@@ -197,7 +198,11 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def _client(args: argparse.Namespace) -> Client:
-    return Client.connect(_database_url(args), max_size=1)
+    url = _database_url(args)
+    # The pool would retry an unreachable server quietly until its timeout and then say only
+    # PoolTimeout: one plain connection first surfaces the server's own reason at once.
+    psycopg.connect(url).close()
+    return Client.connect(url, max_size=1)
 
 
 def _run_client_command(args: argparse.Namespace, action: str) -> int:
@@ -501,9 +506,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: How long a command waits for the database to answer a connection (libpq's
+#: PGCONNECT_TIMEOUT, unless the environment or the URL says otherwise).
+CONNECT_TIMEOUT_SECONDS = "5"
+
+
+def _where(args: argparse.Namespace) -> str:
+    """The database a command tried to reach, without its password."""
+    url = getattr(args, "database_url", None) or os.environ.get("DATABASE_URL", "")
+    try:
+        params = conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return "(DATABASE_URL is not a connection string)"
+    host = params.get("host") or os.environ.get("PGHOST") or "localhost"
+    port = params.get("port") or os.environ.get("PGPORT") or "5432"
+    dbname = params.get("dbname") or os.environ.get("PGDATABASE") or params.get("user") or ""
+    return f"{host}:{port}/{dbname}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    result: int = args.func(args)
+    os.environ.setdefault("PGCONNECT_TIMEOUT", CONNECT_TIMEOUT_SECONDS)
+    try:
+        result: int = args.func(args)
+    except (psycopg.OperationalError, PoolTimeout) as exc:
+        # The database is unreachable or went away: one line, no traceback, no password.
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        where = _where(args)
+        print(f"pgrun {args.command_name}: cannot reach the database at {where}: {reason}", file=sys.stderr)
+        return 2
     return result
 
 
