@@ -49,6 +49,7 @@ DECLARE
     v_outcomes text[];
     v_run_ats timestamptz[];
     v_workflow_finished uuid[];
+    v_stale uuid[];
 BEGIN
     IF reap_expired_leases.max_jobs IS NULL OR reap_expired_leases.max_jobs NOT BETWEEN 1 AND 10000 THEN
         RAISE EXCEPTION 'job.invalid_max_jobs' USING
@@ -61,7 +62,7 @@ BEGIN
     PERFORM pgrun._check_time('job.invalid_delay', 'retry_delay', reap_expired_leases.retry_delay);
 
     -- Jobs of schedules that forbid stale re-entry die instead of retrying (plpgsql/schedules/_reap.sql).
-    PERFORM pgrun._schedule_forbid_reentry(v_now, reap_expired_leases.max_jobs);
+    v_stale := pgrun._schedule_forbid_reentry(v_now, reap_expired_leases.max_jobs);
 
     WITH expired AS MATERIALIZED (
         SELECT
@@ -96,7 +97,9 @@ BEGIN
             format('the lease of worker %s expired at %s', e.worker_id, e.lease_expires_at) AS message
         FROM expired AS e
         CROSS JOIN LATERAL pgrun._retry_decision(
-            e.attempt, e.max_attempts, true, e.backoff_base_seconds, e.backoff_max_seconds,
+            -- a job its schedule forbids to re-enter has used up its budget for this decision
+            e.attempt, CASE WHEN e.id = ANY (v_stale) THEN e.attempt ELSE e.max_attempts END, true,
+            e.backoff_base_seconds, e.backoff_max_seconds,
             e.backoff_jitter, reap_expired_leases.retry_delay, v_now, 'lease_expired'
         ) AS d
     ),

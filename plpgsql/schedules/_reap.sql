@@ -5,10 +5,12 @@
 -- job it made loses its lease (the worker crashed or stopped renewing), the reaper would
 -- queue it again. The hook stops that without a second copy of the reaper's writes: for
 -- each such expired job it
---   * closes the job's attempt budget (max_attempts := attempt, the attempts it has used),
---     so the reaper's own rule (_retry_decision) declares it dead in the very next
---     statement: attempt outcome 'lease_expired', a 'dead' event, a job_dead_letters row
---     with reason 'lease_expired', all written by the reaper as for any job;
+--   * returns its id: the reaper decides on it as if its attempt budget were used up (the
+--     attempts it has used count as its max_attempts for that one decision), so its own rule
+--     (_retry_decision) declares it dead in the very next statement: attempt outcome
+--     'lease_expired', a 'dead' event, a job_dead_letters row with reason 'lease_expired', all
+--     written by the reaper as for any job. The job's declared max_attempts is not touched:
+--     a later requeue_job gives it its whole budget again;
 --   * marks the job's tick 'failed' with error_code 'stale_reentry_forbidden'.
 -- The job rows stay locked until the reaper's transaction ends, and an expired lease can no
 -- longer be written by its worker, so the job cannot slip back into running.
@@ -25,10 +27,12 @@
 -- written right now is left for the next pass), then their ticks. Errors: none of its own.
 
 CREATE OR REPLACE FUNCTION pgrun._schedule_forbid_reentry(p_now timestamptz, p_max_jobs integer)
-RETURNS void
+RETURNS uuid[]
 LANGUAGE plpgsql
 VOLATILE
 AS $$
+DECLARE
+    v_stale uuid[];
 BEGIN
     WITH stale AS MATERIALIZED (
         SELECT j.id
@@ -50,24 +54,22 @@ BEGIN
         FOR UPDATE OF j SKIP LOCKED
     ),
 
-    closed AS (
-        UPDATE pgrun.jobs AS j
-        SET max_attempts = greatest(j.attempt, 1)
+    failed AS (
+        UPDATE pgrun.schedule_ticks AS t
+        SET status = 'failed',
+            error_code = 'stale_reentry_forbidden',
+            updated_at = p_now
         FROM stale AS st
-        WHERE j.id = st.id
+        WHERE t.job_id = st.id AND t.status = 'fired'
     )
 
-    UPDATE pgrun.schedule_ticks AS t
-    SET status = 'failed',
-        error_code = 'stale_reentry_forbidden',
-        updated_at = p_now
-    FROM stale AS st
-    WHERE t.job_id = st.id AND t.status = 'fired';
+    SELECT coalesce(array_agg(st.id), '{}') INTO v_stale FROM stale AS st;
+    RETURN v_stale;
 END;
 $$;
 
 REVOKE EXECUTE ON FUNCTION pgrun._schedule_forbid_reentry(timestamptz, integer) FROM public;
 
 COMMENT ON FUNCTION pgrun._schedule_forbid_reentry(timestamptz, integer) IS
-'Private: reap_expired_leases'' hook: expired jobs of schedules that forbid stale re-entry get their '
-'attempt budget closed (so the reaper kills them instead of retrying) and their ticks marked failed.';
+'Private: reap_expired_leases'' hook: the expired jobs of schedules that forbid stale re-entry (the '
+'reaper kills them instead of retrying; their max_attempts stays as declared), their ticks marked failed.';

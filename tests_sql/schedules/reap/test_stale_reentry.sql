@@ -2,7 +2,7 @@
 -- job instead of queueing it again, and marks its tick failed. Other schedules' jobs are
 -- retried like any job.
 BEGIN;
-SELECT plan(8);
+SELECT plan(11);
 
 -- SETUP: one job from each schedule, claimed with a 10 s lease
 SELECT pgrun_test.freeze_time('2030-01-01 00:00:00+00');
@@ -34,6 +34,18 @@ SELECT is((SELECT (status, error_code)::text FROM pgrun.schedule_ticks WHERE job
 SELECT is((SELECT status FROM pgrun.jobs WHERE id = :'pj'), 'queued', 'the plain job runs again');
 SELECT is((SELECT count(*) FROM pgrun.job_events WHERE job_id = :'oj' AND event = 'dead'), 1::bigint,
     'one dead event');
+
+-- TEST: the rule acts on the re-entry, never on the job's declared settings
+SELECT is((SELECT max_attempts FROM pgrun.jobs WHERE id = :'oj'),
+    (SELECT max_attempts FROM pgrun.jobs WHERE id = :'pj'),
+    'the dead job keeps the max_attempts it was made with');
+SELECT pgrun.requeue_job(:'oj');
+SELECT pgrun_test.claim_job(:'oj', p_lease_seconds => 10);
+SELECT pgrun.fail_job(:'oj', pgrun_test.token(:'oj'), 'boom', 'a reported failure');
+SELECT is((SELECT status FROM pgrun.jobs WHERE id = :'oj'), 'queued',
+    'requeued, a reported failure is retried: the job has its whole attempt budget again');
+SELECT cmp_ok((SELECT max_attempts FROM pgrun.jobs WHERE id = :'oj'), '>', 1,
+    'max_attempts as declared, not 1');
 
 SELECT * FROM finish();
 ROLLBACK;
