@@ -121,8 +121,9 @@ END;
 $$;
 
 COMMENT ON FUNCTION pgrun.get_workflow_run(uuid, uuid) IS
-'One workflow run as jsonb: its columns (without the idempotency snapshot), "steps" (by key: kind, status, '
-'job template, dependency counters, job_id and the job''s live job_status, output, timestamps), '
+'One workflow run as jsonb: its columns (without the idempotency snapshot), "steps" (an array of objects '
+'ordered by key, each with key, kind, status, job template, dependency counters, job_id and the job''s '
+'live job_status, output, timestamps), '
 '"dependencies" (edges: step, depends_on, release_mode, resolved) and "mutations" (appends, oldest first). '
 'Only runs of the organizations the caller acts for are visible (organization_id names one). '
 'Errors: workflow.run_not_found (RQ002), also for a run the caller may not see.';
