@@ -41,3 +41,22 @@ def test_other_errors_are_not_translated(db: str) -> None:
     with psycopg.connect(db) as conn, pytest.raises(psycopg.Error) as raised:
         conn.execute("SELECT 1/0")
     assert errors.translate(raised.value) is None
+
+
+def test_str_is_fit_for_an_end_user_and_the_detail_stays_apart(db: str) -> None:
+    """str(e) names the category and the code only; the server's DETAIL (ids, values) and HINT
+    are attributes, and describe() joins code and detail for operators."""
+    with psycopg.connect(db) as conn, pytest.raises(psycopg.Error) as raised:
+        conn.execute(
+            "DO $$ BEGIN RAISE EXCEPTION 'job.not_found' USING ERRCODE = 'RQ002', "
+            "DETAIL = 'no job 0190d3c1 in organization acme-secret', HINT = 'check the id'; END $$"
+        )
+    translated = errors.translate(raised.value)
+    assert isinstance(translated, errors.NotFoundError)
+    assert str(translated) == translated.message == "Not found. (job.not_found)"
+    assert "acme-secret" not in str(translated) and "acme-secret" not in repr(translated.args)
+    assert translated.detail == "no job 0190d3c1 in organization acme-secret"
+    assert translated.hint == "check the id"
+    assert translated.describe() == "job.not_found: no job 0190d3c1 in organization acme-secret"
+    for cls in errors.CATEGORIES:
+        assert cls.public_message and cls.public_message != errors.PgrunError.public_message, cls

@@ -211,7 +211,7 @@ def _run_client_command(args: argparse.Namespace, action: str) -> int:
             result: int = args.action(client, args)
             return result
     except PgrunError as exc:
-        print(f"pgrun {action}: {exc}", file=sys.stderr)
+        print(f"pgrun {action}: {exc.describe()}", file=sys.stderr)
         if exc.hint:
             print(f"hint: {exc.hint}", file=sys.stderr)
         return 1

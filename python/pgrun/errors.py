@@ -14,39 +14,57 @@ import psycopg
 
 
 class PgrunError(Exception):
-    """A pgrun function refused the call. ``code`` is the stable dotted code."""
+    """A pgrun function refused the call.
+
+    ``str(error)`` (and ``error.message``) is fit to show an end user: the category's sentence
+    and the stable dotted ``code``, nothing from the arguments or the database. What the server
+    said for operators stays apart: ``detail`` (ids, values) and ``hint`` (what to do), and
+    ``describe()`` puts code and detail together for logs and the CLI."""
 
     sqlstate = ""
+    #: The category's sentence for end users.
+    public_message = "The job queue refused the request."
 
     def __init__(self, code: str, detail: str | None = None, hint: str | None = None) -> None:
-        super().__init__(code if not detail else f"{code}: {detail}")
         self.code = code
         self.detail = detail
         self.hint = hint
+        self.message = f"{self.public_message} ({code})"
+        super().__init__(self.message)
+
+    def describe(self) -> str:
+        """Code and detail, for operators (logs, the CLI): may name ids and values."""
+        return self.code if not self.detail else f"{self.code}: {self.detail}"
 
 
 class ConflictError(PgrunError):
     sqlstate = "RQ001"
+    public_message = "The request conflicts with the current state."
 
 
 class NotFoundError(PgrunError):
     sqlstate = "RQ002"
+    public_message = "Not found."
 
 
 class InvalidInputError(PgrunError):
     sqlstate = "RQ003"
+    public_message = "The request is not valid."
 
 
 class LeaseLostError(PgrunError):
     sqlstate = "RQ004"
+    public_message = "This worker no longer holds the job."
 
 
 class InternalError(PgrunError):
     sqlstate = "RQ005"
+    public_message = "The job queue failed internally."
 
 
 class UnsupportedError(PgrunError):
     sqlstate = "RQ006"
+    public_message = "The request is not supported here."
 
 
 class PermissionDeniedError(PgrunError):
@@ -55,6 +73,7 @@ class PermissionDeniedError(PgrunError):
     pgrun refusal such as ``access.organization_denied``."""
 
     sqlstate = "42501"
+    public_message = "Not allowed."
 
 
 CATEGORIES: tuple[type[PgrunError], ...] = (

@@ -84,7 +84,7 @@ class Reaper:
             log.warning(
                 "retention purge skipped from now on: this role may not purge (%s). Purging is an "
                 "admin's: run `pgrun purge` as an admin, or set JOBS_RETENTION_HOURS=0 here",
-                exc,
+                exc.describe(),
             )
 
     async def purge(self) -> int:
