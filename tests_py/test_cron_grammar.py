@@ -12,6 +12,7 @@ grammars (valid and broken pieces alike) and asserts the two sides agree on each
 from __future__ import annotations
 
 import csv
+import logging
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -25,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pgrun.errors import InvalidInputError
-from pgrun.scheduler import next_after, validate_cron
+from pgrun.scheduler import ScheduleDeclaration, next_after, validate_cron
 from pgrun.testing import scratch_database
 
 TABLE = Path(__file__).resolve().parents[1] / "tests_data" / "cron_grammar.csv"
@@ -209,3 +210,25 @@ def test_generated_expressions_get_one_verdict(conn: psycopg.Connection[Any], ex
         assert stored == normalized
         assert normalized is not None
         assert_plannable(normalized)
+
+
+@pytest.mark.parametrize(
+    ("expression", "warns"),
+    [
+        ("*/2 * * * * *", True),  # meant "every 2 s"; fires every second of even minutes
+        ("0 */5 * * * *", True),  # meant "second 0, every 5 minutes"; fires each second of minute 0
+        ("* * * * * */2", False),  # every 2 seconds, as written
+        ("15 */2 * * * 30", False),
+        ("* * * * * *", False),  # every second, and says so
+        ("*/5 * * * *", False),
+    ],
+)
+def test_a_seconds_field_that_looks_meant_as_the_first_draws_a_warning(
+    expression: str, warns: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="pgrun.scheduler"):
+        ScheduleDeclaration(cron=expression, job_type="t.tick", name="tick")
+    warned = [r.getMessage() for r in caplog.records if "sixth field is seconds" in r.getMessage()]
+    assert bool(warned) == warns, warned
+    if warns:
+        assert "'* * * * * */N'" in warned[0] and "'tick'" in warned[0]

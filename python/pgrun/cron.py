@@ -85,6 +85,22 @@ def check_cron(expression: object) -> str:
         raise InvalidInputError("schedule.invalid_cron", f"cron {shown}: {exc}") from None
 
 
+def seconds_field_warning(expression: str) -> str | None:
+    """Why a valid six-field expression probably does not mean what its author thought, or
+    None. The sixth field is seconds (croniter's order); people used to a seconds-first
+    notation write ``*/2 * * * * *`` for "every 2 seconds", which here fires every second of
+    every even minute. The trap: seconds ``*`` (every second) under a restricted minute."""
+    fields = expression.split()
+    if len(fields) != 6 or fields[5] != "*" or fields[0] == "*":
+        return None
+    return (
+        f"cron {clip(expression)!r}: the sixth field is seconds (minute hour day month weekday "
+        f"second), so '*' there fires every second of each minute that matches {fields[0]!r}. "
+        f"For every N seconds write '* * * * * */N'; for once a minute write the second, "
+        f"e.g. '{' '.join(fields[:5])} 0'."
+    )
+
+
 def clip(value: str, max_chars: int = 200) -> str:
     """``value`` cut to ``max_chars`` characters ending in `` [truncated]`` (as pgrun._clip)."""
     return value if len(value) <= max_chars else value[: max_chars - 12] + " [truncated]"

@@ -46,7 +46,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from pgrun import queries as q
-from pgrun.cron import check_cron, clip
+from pgrun.cron import check_cron, clip, seconds_field_warning
 from pgrun.errors import InvalidInputError, LeaseLostError, PgrunError, translate
 
 if TYPE_CHECKING:
@@ -564,7 +564,10 @@ class ScheduleDeclaration:
     forbid_stale_reentry: bool = False
 
     def __post_init__(self) -> None:
-        validate_cron(self.cron, self.timezone)
+        expr = validate_cron(self.cron, self.timezone)
+        trap = seconds_field_warning(expr)
+        if trap is not None:
+            log.warning("schedule %r: %s", self.name, trap)
 
     def params(self) -> dict[str, Any]:
         return {
