@@ -30,7 +30,11 @@
 --
 -- Several runs are locked in run id order.
 --
--- Errors: workflow.release_conflict (RQ001).
+-- Every path runs under READ COMMITTED: another isolation level is refused before any lock
+-- (workflow.unsupported_isolation), since the protocol re-reads what the transactions it
+-- waited for wrote.
+--
+-- Errors: workflow.release_conflict (RQ001), workflow.unsupported_isolation (RQ006).
 
 CREATE OR REPLACE FUNCTION pgrun._workflow_cap_lock_timeout()
 RETURNS text
@@ -69,6 +73,19 @@ AS $$
 DECLARE
     v_previous text;
 BEGIN
+    -- The protocol waits for rows other transactions hold and then reads what they wrote:
+    -- only READ COMMITTED (and READ UNCOMMITTED, which PostgreSQL runs as it) takes a new
+    -- snapshot per statement. Under REPEATABLE READ / SERIALIZABLE the same races end in a
+    -- serialization failure, so they are refused up front.
+    IF current_setting('transaction_isolation') NOT IN ('read committed', 'read uncommitted') THEN
+        RAISE EXCEPTION 'workflow.unsupported_isolation' USING
+            ERRCODE = 'RQ006',
+            DETAIL = format('a change to workflow run(s) %s at isolation level %s',
+                pgrun._clip(pg_catalog.array_to_string(p_run_ids, ', '), 200),
+                current_setting('transaction_isolation')),
+            HINT = 'Finish workflow jobs, append, complete external steps and cancel runs in a READ COMMITTED '
+                'transaction (the default).';
+    END IF;
     IF p_mode = 'try_shared' THEN
         BEGIN
             PERFORM
