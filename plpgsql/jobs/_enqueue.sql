@@ -177,7 +177,8 @@ REVOKE EXECUTE ON FUNCTION pgrun._enqueue_check(jsonb) FROM public;
 COMMENT ON FUNCTION pgrun._enqueue_check(jsonb) IS
 'Private: the first invalid element of an enqueue request array (index, error code), or NULLs.';
 
--- Wakes idle workers: one pg_notify per distinct queue, in name order.
+-- Wakes idle workers: one pg_notify per distinct payload (a queue name: jobs ready now; a
+-- queue name, a blank and a due time in Unix milliseconds: delayed jobs), in order.
 CREATE OR REPLACE FUNCTION pgrun._notify_queues(p_queues text[])
 RETURNS void
 LANGUAGE plpgsql
@@ -193,7 +194,8 @@ $$;
 REVOKE EXECUTE ON FUNCTION pgrun._notify_queues(text[]) FROM public;
 
 COMMENT ON FUNCTION pgrun._notify_queues(text[]) IS
-'Private: pg_notify(''pgrun_jobs'', queue) once per distinct queue; enqueue calls it once per statement.';
+'Private: pg_notify(''pgrun_jobs'', payload) once per distinct payload (queue, or queue and due time in '
+'Unix ms); enqueue calls it once per statement.';
 
 -- Raises the input error p_code for one request element, with a DETAIL naming the
 -- element (by its 1-based index when p_ordinality is given) and the offending value.

@@ -36,7 +36,9 @@
 --
 -- Events: one job_events 'enqueued' row per created job, none for a keyed retry.
 -- NOTIFY: pg_notify('pgrun_jobs', <queue name>) once per call for each queue that got a
--- job ready now; delayed jobs wake nobody (the worker's poll finds them). Delivered on
+-- job ready now, and pg_notify('pgrun_jobs', '<queue name> <due>') for each queue that got
+-- delayed jobs, <due> the earliest of their run_at in Unix milliseconds: an idle worker sets
+-- a timer for it and claims the job when it comes due, not at its next poll. Delivered on
 -- commit; PostgreSQL folds duplicates within a transaction. Workers LISTEN pgrun_jobs.
 --
 -- Locks: the inserted rows; a keyed insert waits for an uncommitted insert of its key.
@@ -243,7 +245,12 @@ BEGIN
         FROM ins AS i
     )
     SELECT
-        (SELECT array_agg(x.queue) FROM (SELECT DISTINCT i.queue FROM ins AS i WHERE i.run_at <= v_now) AS x),
+        (SELECT array_agg(x.payload) FROM (
+            SELECT DISTINCT i.queue AS payload FROM ins AS i WHERE i.run_at <= v_now
+            UNION ALL
+            SELECT i.queue || ' ' || ceil(extract(EPOCH FROM min(i.run_at)) * 1000)::bigint
+            FROM ins AS i WHERE i.run_at > v_now GROUP BY i.queue
+        ) AS x),
         array_agg(q.id ORDER BY q.ord),
         array_agg(q.eff_run_at ORDER BY q.ord),
         jsonb_agg(

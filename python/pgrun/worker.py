@@ -55,6 +55,7 @@ still running after that are abandoned; their leases expire and the reaper retri
 from __future__ import annotations
 
 import asyncio
+import heapq
 import json
 import logging
 import re
@@ -107,6 +108,8 @@ _TRUNCATED = " [truncated]"
 # intervention: statement_timeout and shutdown, system error) or lock_not_available is
 # written again as it is; so is one the server never answered (no SQLSTATE).
 _TRANSIENT_CLASSES = frozenset({"08", "40", "53", "57", "58"})
+#: How many known due times (delayed jobs, retries) the worker keeps timers for.
+MAX_DUE_TIMES = 10_000
 #: How often one outcome's own write may time out before the worker gives it up.
 MAX_TIMEOUTS = 5
 _TRANSIENT_STATES = frozenset({"55P03"})
@@ -180,6 +183,10 @@ class Worker:
         self._buffered = asyncio.Event()
         self._wake = asyncio.Event()
         self._maybe_ready = True
+        #: Loop times at which known jobs come due (delayed enqueues, retries, next steps),
+        #: earliest first; one timer is armed for the earliest.
+        self._due: list[float] = []
+        self._due_timer: asyncio.TimerHandle | None = None
         self._stopping = False
         self._flush_idle = asyncio.Event()
         self._flush_idle.set()
@@ -673,14 +680,36 @@ class Worker:
             delay = min(delay * 2, RETRY_MAX)
 
     def _wake_at(self, run_at: datetime | None) -> None:
-        """Claim again when a retry or next step comes due (sooner than the poll, if it is)."""
+        """Claim when a known job comes due: a delayed enqueue (its NOTIFY carries the time), a
+        retry or a next step. Times are the database's; the wait runs on this host's clock."""
         if run_at is None:
             return
         delay = (run_at - datetime.now(UTC)).total_seconds()
         if delay <= 0:
             self.poke()
-        elif delay < self.config.poll_interval:
-            asyncio.get_running_loop().call_later(delay, self.poke)
+            return
+        loop = asyncio.get_running_loop()
+        if len(self._due) < MAX_DUE_TIMES:  # beyond it, the poll finds the rest
+            heapq.heappush(self._due, loop.time() + delay)
+        self._arm_due_timer(loop)
+
+    def _arm_due_timer(self, loop: asyncio.AbstractEventLoop) -> None:
+        if not self._due:
+            return
+        first = self._due[0]
+        if self._due_timer is not None:
+            if self._due_timer.when() <= first:
+                return
+            self._due_timer.cancel()
+        self._due_timer = loop.call_at(first, self._came_due, loop)
+
+    def _came_due(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._due_timer = None
+        now = loop.time()
+        while self._due and self._due[0] <= now:
+            heapq.heappop(self._due)
+        self.poke()
+        self._arm_due_timer(loop)
 
     # -- leases --------------------------------------------------------------------------
 
@@ -731,7 +760,13 @@ class Worker:
                     delay = RETRY_MIN
                     self.poke()  # anything enqueued while we were not listening
                     async for note in conn.notifies():
-                        if self.queues is None or note.payload in self.queues:
+                        # "<queue>": jobs ready now; "<queue> <unix ms>": delayed jobs due then
+                        queue, _, due = note.payload.partition(" ")
+                        if self.queues is not None and queue not in self.queues:
+                            continue
+                        if due.isdigit():
+                            self._wake_at(datetime.fromtimestamp(int(due) / 1000, UTC))
+                        else:
                             self.poke()
             except asyncio.CancelledError:
                 raise

@@ -1,8 +1,9 @@
--- Each enqueue call wakes each queue that got a ready job exactly once, through one helper and
--- never a trigger. (NOTIFY is delivered at commit, so here the private helper is swapped for a
+-- Each enqueue call wakes each queue that got a ready job exactly once, and tells each queue
+-- that got delayed jobs when the earliest comes due ('<queue> <unix ms>'), through one helper
+-- and never a trigger. (NOTIFY is delivered at commit, so here the private helper is swapped for a
 -- recorder; the lead's pytest proves delivery to a LISTENing session.)
 BEGIN;
-SELECT plan(6);
+SELECT plan(7);
 
 -- TEST: one place notifies, on channel pgrun_jobs, and no trigger does
 SELECT is(
@@ -29,8 +30,8 @@ SELECT count(*) FROM pgrun.enqueue_jobs($$[
 ]$$);
 SELECT results_eq(
     'SELECT queues FROM notify_calls ORDER BY call_no',
-    $$VALUES (ARRAY['bulk', 'mail'])$$,
-    'one notify call for the statement, one entry per queue with ready jobs, the delayed queue left out'
+    $$VALUES (ARRAY['bulk', 'later 1893456060000', 'mail'])$$,
+    'one notify call for the statement, one entry per queue with ready jobs, the delayed queue with its due time'
 );
 SELECT is(
     (SELECT count(*) FROM pgrun.jobs),
@@ -43,11 +44,15 @@ TRUNCATE notify_calls;
 SELECT pgrun.enqueue_job('a', queue => 'mail', idempotency_key => 'k');
 SELECT results_eq('SELECT queues FROM notify_calls', $$VALUES (ARRAY['mail'])$$, 'enqueue_job wakes its queue');
 
--- TEST: nothing ready, nothing to wake
+-- TEST: a delayed job says when it comes due (2030-01-01 01:00 UTC in Unix ms); a keyed
+-- retry creates nothing and wakes nobody
 TRUNCATE notify_calls;
 SELECT pgrun.enqueue_job('a', queue => 'mail', delay => interval '1 hour');
+SELECT results_eq('SELECT queues FROM notify_calls', $$VALUES (ARRAY['mail 1893459600000'])$$,
+    'a delayed job tells its queue when it comes due');
+TRUNCATE notify_calls;
 SELECT pgrun.enqueue_job('a', queue => 'mail', idempotency_key => 'k');
-SELECT is_empty('SELECT * FROM notify_calls', 'a delayed job and a keyed retry notify nobody');
+SELECT is_empty('SELECT * FROM notify_calls', 'a keyed retry notifies nobody');
 
 SELECT * FROM finish();
 ROLLBACK;
