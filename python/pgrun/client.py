@@ -141,6 +141,22 @@ class Call(Generic[R]):
     finish: Callable[[list[Any]], R]
 
 
+def _run_on(conn: psycopg.Connection[Any], call: Call[R]) -> R:
+    """Run ``call`` on ``conn``, in whatever transaction it is in (a pool's autocommit one, or
+    the caller's: pgrun.tx)."""
+    with _pgrun_errors(), conn.cursor(row_factory=call.row_factory) as cur:
+        cur.execute(call.query, call.params)
+        return call.finish(cur.fetchall())
+
+
+async def _run_on_async(conn: psycopg.AsyncConnection[Any], call: Call[R]) -> R:
+    """_run_on for an AsyncConnection."""
+    with _pgrun_errors():
+        async with conn.cursor(row_factory=call.row_factory) as cur:
+            await cur.execute(call.query, call.params)
+            return call.finish(await cur.fetchall())
+
+
 def _rows(rows: list[T]) -> list[T]:
     return rows
 
@@ -488,14 +504,8 @@ class Client:
         self.close()
 
     def _run(self, call: Call[R]) -> R:
-        with (
-            _pgrun_errors(),
-            self.pool.connection() as conn,
-            conn.cursor(row_factory=call.row_factory) as cur,
-        ):
-            cur.execute(call.query, call.params)
-            rows = cur.fetchall()
-        return call.finish(rows)
+        with self.pool.connection() as conn:
+            return _run_on(conn, call)
 
     def enqueue_job(
         self,
@@ -814,11 +824,8 @@ class AsyncClient:
         await self.close()
 
     async def _run(self, call: Call[R]) -> R:
-        with _pgrun_errors():
-            async with self.pool.connection() as conn, conn.cursor(row_factory=call.row_factory) as cur:
-                await cur.execute(call.query, call.params)
-                rows = await cur.fetchall()
-        return call.finish(rows)
+        async with self.pool.connection() as conn:
+            return await _run_on_async(conn, call)
 
     async def enqueue_job(
         self,

@@ -18,7 +18,7 @@ timeout_seconds, idempotency_key, organization_id).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 import psycopg
 
@@ -28,11 +28,10 @@ from pgrun.client import (
     _enqueue_job,
     _enqueue_jobs,
     _enqueue_workflow,
-    _pgrun_errors,
+    _run_on,
+    _run_on_async,
 )
 from pgrun.results import EnqueuedBatchItem, EnqueuedJob, EnqueuedRun, JsonObject
-
-R = TypeVar("R")
 
 _NO_OPTIONS: dict[str, Any] = dict(
     queue=None,
@@ -53,52 +52,39 @@ def _job(job_type: str, payload: JsonObject | None, options: dict[str, Any]) -> 
     return _enqueue_job(job_type, payload, **{**_NO_OPTIONS, **options})
 
 
-def _run(conn: psycopg.Connection[Any], call: Call[R]) -> R:
-    with _pgrun_errors(), conn.cursor(row_factory=call.row_factory) as cur:
-        cur.execute(call.query, call.params)
-        return call.finish(cur.fetchall())
-
-
-async def _run_async(conn: psycopg.AsyncConnection[Any], call: Call[R]) -> R:
-    with _pgrun_errors():
-        async with conn.cursor(row_factory=call.row_factory) as cur:
-            await cur.execute(call.query, call.params)
-            return call.finish(await cur.fetchall())
-
-
 def enqueue_job(
     conn: psycopg.Connection[Any], job_type: str, payload: JsonObject | None = None, **options: Any
 ) -> EnqueuedJob:
     """pgrun.enqueue_job in the caller's transaction on ``conn``."""
-    return _run(conn, _job(job_type, payload, options))
+    return _run_on(conn, _job(job_type, payload, options))
 
 
 def enqueue_jobs(conn: psycopg.Connection[Any], jobs: Sequence[JsonObject]) -> list[EnqueuedBatchItem]:
     """pgrun.enqueue_jobs in the caller's transaction on ``conn``."""
-    return _run(conn, _enqueue_jobs(jobs))
+    return _run_on(conn, _enqueue_jobs(jobs))
 
 
 def enqueue_workflow(conn: psycopg.Connection[Any], spec: JsonObject | WorkflowLike) -> EnqueuedRun:
     """pgrun.enqueue_workflow in the caller's transaction on ``conn``."""
-    return _run(conn, _enqueue_workflow(spec))
+    return _run_on(conn, _enqueue_workflow(spec))
 
 
 async def enqueue_job_async(
     conn: psycopg.AsyncConnection[Any], job_type: str, payload: JsonObject | None = None, **options: Any
 ) -> EnqueuedJob:
     """enqueue_job on an ``AsyncConnection``."""
-    return await _run_async(conn, _job(job_type, payload, options))
+    return await _run_on_async(conn, _job(job_type, payload, options))
 
 
 async def enqueue_jobs_async(
     conn: psycopg.AsyncConnection[Any], jobs: Sequence[JsonObject]
 ) -> list[EnqueuedBatchItem]:
     """enqueue_jobs on an ``AsyncConnection``."""
-    return await _run_async(conn, _enqueue_jobs(jobs))
+    return await _run_on_async(conn, _enqueue_jobs(jobs))
 
 
 async def enqueue_workflow_async(
     conn: psycopg.AsyncConnection[Any], spec: JsonObject | WorkflowLike
 ) -> EnqueuedRun:
     """enqueue_workflow on an ``AsyncConnection``."""
-    return await _run_async(conn, _enqueue_workflow(spec))
+    return await _run_on_async(conn, _enqueue_workflow(spec))
