@@ -14,14 +14,17 @@
 -- only one its role is bound to; another is access.organization_denied, 42501), and so are
 -- the jobs its steps make.
 --
--- Idempotency: with an idempotency_key the run is unique per (organization_id, key).
+-- Idempotency: with an idempotency_key the run is unique per (name, organization_id, key)
+-- (sql/0012): two kinds of workflow may both use a natural key, and a run without a name is a
+-- kind of its own (NULL takes part as '', the organization as the nil uuid, in the unique
+-- index workflow_runs_idempotency_name_idx and in the lookup after a conflict alike).
 -- The canonical request snapshot stored in workflow_runs.enqueue_request is
 -- {"name", "metadata", "steps"} with the steps in normal form: sorted by key, defaults
 -- filled in, dependencies sorted. A retry whose snapshot equals the stored one returns
 -- the existing run (created = false) whatever it became since; any difference (a
--- payload, a priority, an edge, a release mode, the name or the metadata) raises
--- workflow.enqueue_conflicting_retry. The order of steps and of dependencies never
--- matters. As for jobs, the comparison needs a snapshot newer than the conflicting
+-- payload, a priority, an edge, a release mode or the metadata; a different name is
+-- another run) raises workflow.enqueue_conflicting_retry. The order of steps and of
+-- dependencies never matters. As for jobs, the comparison needs a snapshot newer than the conflicting
 -- insert, which only READ COMMITTED gives: keyed enqueue refuses other isolation levels.
 --
 -- Limits: a spec of at most 16 MiB, metadata of at most 64 KiB nested at most 100 levels
@@ -159,7 +162,9 @@ BEGIN
         v_name, 'running', v_org, v_key, CASE WHEN v_key IS NOT NULL THEN v_request END, v_metadata,
         jsonb_array_length(v_steps), v_now, v_now
     )
-    ON CONFLICT (coalesce(organization_id, '00000000-0000-0000-0000-000000000000'::uuid), idempotency_key)
+    ON CONFLICT (
+        coalesce(name, ''), coalesce(organization_id, '00000000-0000-0000-0000-000000000000'::uuid), idempotency_key
+    )
     WHERE idempotency_key IS NOT NULL
     DO NOTHING
     RETURNING r.id INTO v_run_id;
@@ -168,7 +173,8 @@ BEGIN
         SELECT r.id, r.status, r.enqueue_request
         INTO v_existing_id, v_existing_status, v_existing_request
         FROM pgrun.workflow_runs AS r
-        WHERE coalesce(r.organization_id, c_no_org) = coalesce(v_org, c_no_org)
+        WHERE coalesce(r.name, '') = coalesce(v_name, '')
+          AND coalesce(r.organization_id, c_no_org) = coalesce(v_org, c_no_org)
           AND r.idempotency_key = v_key;
         IF v_existing_id IS NULL THEN
             RAISE EXCEPTION 'workflow.enqueue_idempotency_race' USING
@@ -218,7 +224,7 @@ COMMENT ON FUNCTION pgrun.enqueue_workflow(jsonb) IS
 'on_terminal, at most 10,000 steps, 1 MiB per payload, 16 MiB per spec, payloads and metadata nested at '
 'most 100 levels) and stored with their edges; root '
 'steps are released at once (job steps become queued jobs, external steps wait for complete_external_step). '
-'With idempotency_key the run is unique per (organization_id, key): the same request (steps and '
+'With idempotency_key the run is unique per (name, organization_id, key): the same request (steps and '
 'dependencies in any order) returns the existing run with created = false, a different one raises '
 'workflow.enqueue_conflicting_retry (RQ001); keyed calls need READ COMMITTED '
 '(workflow.enqueue_idempotency_unsupported_isolation, RQ006). Returns run_id, created, status. '
