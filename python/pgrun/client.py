@@ -629,7 +629,10 @@ class Client:
     def requeue_job(
         self, job_id: Id, *, organization_id: Id | None = None, run_at: datetime | None = None
     ) -> datetime:
-        """Put a dead or cancelled job back in the queue (pgrun.requeue_job); returns its run_at."""
+        """Put a dead or cancelled job back in the queue (pgrun.requeue_job); returns its run_at.
+
+        A workflow step's job is refused: ConflictError ``job.in_workflow_run`` (enqueue a new run).
+        """
         return self._run(_requeue_job(job_id, organization_id=organization_id, run_at=run_at))
 
     def reap_expired_leases(
@@ -951,7 +954,10 @@ class AsyncClient:
     async def requeue_job(
         self, job_id: Id, *, organization_id: Id | None = None, run_at: datetime | None = None
     ) -> datetime:
-        """Put a dead or cancelled job back in the queue (pgrun.requeue_job); returns its run_at."""
+        """Put a dead or cancelled job back in the queue (pgrun.requeue_job); returns its run_at.
+
+        A workflow step's job is refused: ConflictError ``job.in_workflow_run`` (enqueue a new run).
+        """
         return await self._run(_requeue_job(job_id, organization_id=organization_id, run_at=run_at))
 
     async def reap_expired_leases(
