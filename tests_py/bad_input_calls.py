@@ -341,6 +341,8 @@ BASELINES: dict[str, dict[str, str | list[str]]] = {
         "next_step": "'second'",
         "state": "'{\"n\": 1}'::jsonb",
         "delay": "'1 minute'::interval",
+        "max_attempts": "3",
+        "retry_delay": "'30 seconds'::interval",
     },
     "cancel_job": {"job_id": "'${queued}'::uuid", "reason": "'no longer needed'"},
     "requeue_job": {"job_id": "'${dead}'::uuid", "run_at": "'${db_now}'::timestamptz"},

@@ -297,7 +297,14 @@ def _fail_jobs(failures: Sequence[Failure]) -> Call[list[BatchOutcome]]:
 
 
 def _continue_job(
-    job_id: Id, lease_token: Id, next_step: str, *, state: Json, delay: Seconds | None
+    job_id: Id,
+    lease_token: Id,
+    next_step: str,
+    *,
+    state: Json,
+    delay: Seconds | None,
+    max_attempts: int | None = None,
+    retry_delay: Seconds | None = None,
 ) -> Call[Outcome]:
     params: dict[str, Any] = dict(
         job_id=job_id,
@@ -305,6 +312,8 @@ def _continue_job(
         next_step=next_step,
         state=_json(state),
         delay=_interval(delay),
+        max_attempts=max_attempts,
+        retry_delay=_interval(retry_delay),
     )
     return _one(q.CONTINUE_JOB, params, Outcome)
 
@@ -598,10 +607,32 @@ class Client:
         return self._run(_fail_jobs(failures))
 
     def continue_job(
-        self, job_id: Id, lease_token: Id, next_step: str, *, state: Json = None, delay: Seconds | None = None
+        self,
+        job_id: Id,
+        lease_token: Id,
+        next_step: str,
+        *,
+        state: Json = None,
+        delay: Seconds | None = None,
+        max_attempts: int | None = None,
+        retry_delay: Seconds | None = None,
     ) -> Outcome:
-        """Queue the same job at next_step (pgrun.continue_job); state None keeps it."""
-        return self._run(_continue_job(job_id, lease_token, next_step, state=state, delay=delay))
+        """Queue the same job at next_step (pgrun.continue_job); state None keeps it.
+
+        max_attempts and retry_delay give the next step its own attempt budget and retry delay
+        (None: the job's max_attempts and its type's backoff).
+        """
+        return self._run(
+            _continue_job(
+                job_id,
+                lease_token,
+                next_step,
+                state=state,
+                delay=delay,
+                max_attempts=max_attempts,
+                retry_delay=retry_delay,
+            )
+        )
 
     def report_progress(self, job_id: Id, lease_token: Id, progress: JsonObject) -> bool:
         """Store the job's progress (pgrun.report_progress); returns True when a cancel was requested."""
@@ -921,10 +952,32 @@ class AsyncClient:
         return await self._run(_fail_jobs(failures))
 
     async def continue_job(
-        self, job_id: Id, lease_token: Id, next_step: str, *, state: Json = None, delay: Seconds | None = None
+        self,
+        job_id: Id,
+        lease_token: Id,
+        next_step: str,
+        *,
+        state: Json = None,
+        delay: Seconds | None = None,
+        max_attempts: int | None = None,
+        retry_delay: Seconds | None = None,
     ) -> Outcome:
-        """Queue the same job at next_step (pgrun.continue_job); state None keeps it."""
-        return await self._run(_continue_job(job_id, lease_token, next_step, state=state, delay=delay))
+        """Queue the same job at next_step (pgrun.continue_job); state None keeps it.
+
+        max_attempts and retry_delay give the next step its own attempt budget and retry delay
+        (None: the job's max_attempts and its type's backoff).
+        """
+        return await self._run(
+            _continue_job(
+                job_id,
+                lease_token,
+                next_step,
+                state=state,
+                delay=delay,
+                max_attempts=max_attempts,
+                retry_delay=retry_delay,
+            )
+        )
 
     async def report_progress(self, job_id: Id, lease_token: Id, progress: JsonObject) -> bool:
         """Store the job's progress (pgrun.report_progress); returns True when a cancel was requested."""

@@ -91,7 +91,9 @@ SELECT * FROM pgrun.continue_job(
     lease_token => %(lease_token)s::uuid,
     next_step => %(next_step)s::text,
     state => %(state)s::jsonb,
-    delay => %(delay)s::interval)
+    delay => %(delay)s::interval,
+    max_attempts => %(max_attempts)s::integer,
+    retry_delay => %(retry_delay)s::interval)
 """
 
 REPORT_PROGRESS: Final = """
