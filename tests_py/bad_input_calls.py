@@ -357,6 +357,7 @@ BASELINES: dict[str, dict[str, str | list[str]]] = {
         "max_rows": "10",
     },
     "queue_depth": {"organization_id": "'${org}'::uuid"},
+    "count_jobs": {"status": "'queued'", "queue": "'default'", "organization_id": "'${org}'::uuid"},
     "job_metrics": {"organization_id": "'${org}'::uuid"},
     # workflows
     "enqueue_workflow": {

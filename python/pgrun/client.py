@@ -39,6 +39,7 @@ from pgrun.results import (
     EnqueuedRun,
     ExternalStepResult,
     Heartbeat,
+    JobCount,
     JobDefinition,
     JobMetrics,
     JobSummary,
@@ -429,6 +430,24 @@ def _job_metrics(*, organization_id: Id | None) -> Call[list[JobMetrics]]:
     return _all(q.JOB_METRICS, params, JobMetrics)
 
 
+def _count_jobs(
+    *,
+    status: str | None,
+    job_type: str | None,
+    queue: str | None,
+    organization_id: Id | None,
+    workflow_run_id: Id | None,
+) -> Call[list[JobCount]]:
+    params: dict[str, Any] = dict(
+        status=status,
+        job_type=job_type,
+        queue=queue,
+        organization_id=organization_id,
+        workflow_run_id=workflow_run_id,
+    )
+    return _all(q.COUNT_JOBS, params, JobCount)
+
+
 def _enqueue_workflow(spec: JsonObject | WorkflowLike) -> Call[EnqueuedRun]:
     params: dict[str, Any] = dict(spec=Jsonb(_spec(spec)))
     return _one(q.ENQUEUE_WORKFLOW, params, EnqueuedRun)
@@ -765,6 +784,29 @@ class Client:
         """Counts, rates and latencies per type and queue (pgrun.job_metrics), of the jobs
         this role may see (one organization's with ``organization_id``)."""
         return self._run(_job_metrics(organization_id=organization_id))
+
+    def count_jobs(
+        self,
+        *,
+        status: str | None = None,
+        job_type: str | None = None,
+        queue: str | None = None,
+        organization_id: Id | None = None,
+        workflow_run_id: Id | None = None,
+    ) -> list[JobCount]:
+        """How many jobs are in each status (pgrun.count_jobs), of the jobs this role may see:
+        one row per status in lifecycle order (queued, running, succeeded, dead, cancelled), zeros
+        included, or with ``status`` just that one. Filters as list_jobs. Counting queued or running
+        jobs reads only their partial index; a finished status, or all, scans the jobs table."""
+        return self._run(
+            _count_jobs(
+                status=status,
+                job_type=job_type,
+                queue=queue,
+                organization_id=organization_id,
+                workflow_run_id=workflow_run_id,
+            )
+        )
 
     def enqueue_workflow(self, spec: JsonObject | WorkflowLike) -> EnqueuedRun:
         """Start a workflow run (pgrun.enqueue_workflow) from a spec dict or a pgrun.workflow.Workflow."""
@@ -1114,6 +1156,29 @@ class AsyncClient:
         """Counts, rates and latencies per type and queue (pgrun.job_metrics), of the jobs
         this role may see (one organization's with ``organization_id``)."""
         return await self._run(_job_metrics(organization_id=organization_id))
+
+    async def count_jobs(
+        self,
+        *,
+        status: str | None = None,
+        job_type: str | None = None,
+        queue: str | None = None,
+        organization_id: Id | None = None,
+        workflow_run_id: Id | None = None,
+    ) -> list[JobCount]:
+        """How many jobs are in each status (pgrun.count_jobs), of the jobs this role may see:
+        one row per status in lifecycle order (queued, running, succeeded, dead, cancelled), zeros
+        included, or with ``status`` just that one. Filters as list_jobs. Counting queued or running
+        jobs reads only their partial index; a finished status, or all, scans the jobs table."""
+        return await self._run(
+            _count_jobs(
+                status=status,
+                job_type=job_type,
+                queue=queue,
+                organization_id=organization_id,
+                workflow_run_id=workflow_run_id,
+            )
+        )
 
     async def enqueue_workflow(self, spec: JsonObject | WorkflowLike) -> EnqueuedRun:
         """Start a workflow run (pgrun.enqueue_workflow) from a spec dict or a pgrun.workflow.Workflow."""

@@ -181,6 +181,15 @@ QUEUE_DEPTH: Final = "SELECT * FROM pgrun.queue_depth(organization_id => %(organ
 
 JOB_METRICS: Final = "SELECT * FROM pgrun.job_metrics(organization_id => %(organization_id)s::uuid)"
 
+COUNT_JOBS: Final = """
+SELECT * FROM pgrun.count_jobs(
+    status => %(status)s::text,
+    job_type => %(job_type)s::text,
+    queue => %(queue)s::text,
+    organization_id => %(organization_id)s::uuid,
+    workflow_run_id => %(workflow_run_id)s::uuid)
+"""
+
 # -- workflows ------------------------------------------------------------------------
 
 ENQUEUE_WORKFLOW: Final = "SELECT * FROM pgrun.enqueue_workflow(spec => %(spec)s::jsonb)"
