@@ -4,10 +4,14 @@
 --   resolved (status blocked, dependency_count_pending 0) are released. An external step
 --   becomes waiting_for_external. Job steps become jobs in ONE set-based statement: the
 --   jobs rows (ids from pgrun._uuidv7_series, workflow_run_id and workflow_step_key set,
---   organization_id from the run, the template's NULL fields from the job type's
---   definition, else the built-in defaults queue 'default', priority 100, max_attempts
---   20, backoff 2 s / 3600 s / 0.2), one 'enqueued' job_events row each, and the steps
---   become released with their job_id; then pgrun._notify_queues wakes each queue once.
+--   organization_id the step's own, else the run's; run_at the release time, plus the
+--   step's delay, or the step's run_at when that is later; the template's NULL fields from
+--   the job type's definition, else the built-in defaults queue 'default', priority 100,
+--   max_attempts 20, backoff 2 s / 3600 s / 0.2), one 'enqueued' job_events row each, and
+--   the steps become released with their job_id; then pgrun._notify_queues wakes each
+--   queue once, as enqueue does: the queue name for jobs ready now, the queue and the
+--   earliest due time (Unix ms) for delayed ones. The step's organization, delay and run_at
+--   are columns of the step row the statement reads anyway: no lookup per step.
 --   The job's payload is the step's payload plus one key, "dependencies": an object
 --   with one member per prerequisite, keyed by its step key, {"status": <its status>,
 --   "output": <its output or null>} (docs/workflows.md). A root step gets {}. A payload
@@ -109,7 +113,12 @@ BEGIN
             s.priority,
             s.max_attempts,
             s.timeout_seconds,
-            r.organization_id
+            coalesce(s.organization_id, r.organization_id) AS organization_id,
+            CASE
+                WHEN s.delay IS NOT NULL THEN v_now + s.delay
+                WHEN s.run_at IS NOT NULL THEN greatest(v_now, s.run_at)
+                ELSE v_now
+            END AS run_at
         FROM ROWS FROM (
             unnest(v_job_runs), unnest(v_job_keys), pgrun._uuidv7_series(cardinality(v_job_runs))
         ) AS k (run_id, step_key, id)
@@ -154,7 +163,7 @@ BEGIN
             coalesce(q.priority, d.priority, 100),
             'queued',
             q.payload,
-            v_now,
+            q.run_at,
             coalesce(q.max_attempts, d.max_attempts, 20),
             coalesce(q.timeout_seconds, d.timeout_seconds),
             coalesce(d.backoff_base_seconds, 2),
@@ -169,7 +178,7 @@ BEGIN
         LEFT JOIN pgrun.job_definitions AS d ON d.job_type = q.job_type
         WHERE q.refusal IS NULL
         ORDER BY q.id
-        RETURNING j.id, j.queue, j.workflow_run_id, j.workflow_step_key
+        RETURNING j.id, j.queue, j.run_at, j.workflow_run_id, j.workflow_step_key
     ),
 
     events AS (
@@ -192,7 +201,12 @@ BEGIN
     )
 
     SELECT
-        (SELECT array_agg(DISTINCT i.queue) FROM ins AS i),
+        (SELECT array_agg(x.payload) FROM (
+            SELECT DISTINCT i.queue AS payload FROM ins AS i WHERE i.run_at <= v_now
+            UNION ALL
+            SELECT i.queue || ' ' || ceil(extract(EPOCH FROM min(i.run_at)) * 1000)::bigint
+            FROM ins AS i WHERE i.run_at > v_now GROUP BY i.queue
+        ) AS x),
         (SELECT array_agg(t.run_id ORDER BY t.run_id, t.step_key) FROM refused AS t),
         (SELECT array_agg(t.step_key ORDER BY t.run_id, t.step_key) FROM refused AS t)
     INTO v_queues, v_failed_runs, v_failed_keys;

@@ -12,7 +12,11 @@
 --
 -- Tenancy: the run is stamped with the organization the caller acts for (the one named, or the
 -- only one its role is bound to; another is access.organization_denied, 42501), and so are
--- the jobs its steps make.
+-- the jobs its steps make, except a job step that names its own organization_id: its job is
+-- stamped with that one, which must be an organization the caller could enqueue a job in
+-- directly (pgrun._workflow_check_step_organizations; otherwise access.organization_denied,
+-- whatever the run's organization). So a run without an organization may have such steps
+-- only for a caller that may write in those organizations (admins, any-organization roles).
 --
 -- Idempotency: with an idempotency_key the run is unique per (name, organization_id, key)
 -- (sql/0012): two kinds of workflow may both use a natural key, and a run without a name is a
@@ -140,6 +144,8 @@ BEGIN
     END IF;
 
     v_steps := pgrun._workflow_check_steps(enqueue_workflow.spec -> 'steps', '{}');
+    -- a step's own organization: one the caller could enqueue a job in (access.organization_denied)
+    PERFORM pgrun._workflow_check_step_organizations(v_steps);
     v_request := jsonb_build_object('name', v_name, 'metadata', v_metadata, 'steps', v_steps);
 
     -- READ UNCOMMITTED is READ COMMITTED in PostgreSQL: both see the concurrent insert.
@@ -234,7 +240,10 @@ COMMENT ON FUNCTION pgrun.enqueue_workflow(jsonb) IS
 'workflow.too_many_dependencies, workflow.invalid_dependency, workflow.invalid_release_mode, '
 'workflow.self_dependency, workflow.unknown_dependency, workflow.duplicate_dependency, '
 'workflow.cycle_detected. The run belongs to the organization the caller acts for (spec organization_id, '
-'or the only one its role is bound to): access.organization_denied (42501: an organization the caller may not act for), access.organization_required (RQ003: the caller acts for several and named none).';
+'or the only one its role is bound to); a job step may name its own organization_id (its job''s), which must '
+'be one the caller could enqueue a job in: access.organization_denied (42501: an organization the caller may not act for), access.organization_required (RQ003: the caller acts for several and named none). '
+'A job step may also name delay (seconds) or run_at: its job is queued with run_at = release time + delay, or '
+'greatest(release time, run_at).';
 
 -- Store normalized steps (the output of _workflow_check_steps) and their edges for a run,
 -- every step blocked with dependency_count_pending = its number of dependencies.
@@ -248,7 +257,8 @@ DECLARE
 BEGIN
     INSERT INTO pgrun.workflow_steps (
         run_id, step_key, kind, status, job_type, payload, queue, priority, max_attempts, timeout_seconds,
-        dependency_count_total, dependency_count_pending, mutation_id, created_at, updated_at
+        organization_id, delay, run_at, dependency_count_total, dependency_count_pending, mutation_id,
+        created_at, updated_at
     )
     SELECT
         p_run_id,
@@ -261,6 +271,9 @@ BEGIN
         (s.step ->> 'priority')::integer,
         (s.step ->> 'max_attempts')::integer,
         (s.step ->> 'timeout_seconds')::integer,
+        (s.step ->> 'organization_id')::uuid,
+        make_interval(secs => (s.step ->> 'delay')::double precision),
+        (s.step ->> 'run_at')::timestamptz,
         jsonb_array_length(s.step -> 'depends_on'),
         jsonb_array_length(s.step -> 'depends_on'),
         p_mutation_id,

@@ -3,9 +3,11 @@
 --
 -- get_workflow_run(run_id, organization_id) returns one jsonb object: every column of
 -- workflow_runs except the enqueue_request snapshot, plus
---   "steps": one object per step, by key: key, kind, status, the job template, the
---            dependency counters, job_id and job_status (the live status of its job:
---            queued, running, ... or NULL), output, timestamps, mutation_id;
+--   "steps": one object per step, by key: key, kind, status, the job template, its
+--            organization_id (NULL: the run's), delay (seconds) and run_at (NULL when not
+--            given), the dependency counters, job_id and job_status (the live status of its
+--            job: queued, running, ... or NULL, also for a job of an organization outside
+--            the caller's scope), output, timestamps, mutation_id;
 --   "dependencies": one object per edge, by (step, depends_on): step, depends_on,
 --            release_mode, resolved, resolved_at;
 --   "mutations": the appends, oldest first: mutation_id, mutation_key, step_keys, created_at.
@@ -56,6 +58,9 @@ BEGIN
                         'priority', s.priority,
                         'max_attempts', s.max_attempts,
                         'timeout_seconds', s.timeout_seconds,
+                        'organization_id', s.organization_id,
+                        'delay', extract(EPOCH FROM s.delay),
+                        'run_at', s.run_at,
                         'dependency_count_total', s.dependency_count_total,
                         'dependency_count_pending', s.dependency_count_pending,
                         'job_id', s.job_id,
@@ -71,7 +76,12 @@ BEGIN
                     ORDER BY s.step_key
                 )
                 FROM pgrun.workflow_steps AS s
+                -- a step's job may be another organization's (the step named it): its status
+                -- only when the caller may see that job
                 LEFT JOIN pgrun.jobs AS j ON j.id = s.job_id
+                    AND pgrun._in_scope(
+                        j.organization_id, v_scope.all_organizations, v_scope.organization_ids, v_scope.untenanted
+                    )
                 WHERE s.run_id = r.id),
                 '[]'::jsonb
             ),
@@ -130,8 +140,8 @@ $$;
 COMMENT ON FUNCTION pgrun.get_workflow_run(uuid, uuid) IS
 'One workflow run as jsonb: its columns (without the idempotency snapshot) with run_id (the run''s id; "id" '
 'holds the same value, kept for older clients), "steps" (an array of objects '
-'ordered by key, each with key, kind, status, job template, dependency counters, job_id and the job''s '
-'live job_status, output, timestamps), '
+'ordered by key, each with key, kind, status, job template, organization_id, delay, run_at, dependency '
+'counters, job_id and the job''s live job_status (NULL for a job the caller may not see), output, timestamps), '
 '"dependencies" (edges: step, depends_on, release_mode, resolved) and "mutations" (appends, oldest first, '
 'each with mutation_id and its alias id). '
 'Only runs of the organizations the caller acts for are visible (organization_id names one). '
