@@ -1,4 +1,4 @@
--- The step placement columns (sql/0015) hold their rules against direct writes too.
+-- The step placement columns (sql/0014) hold their rules against direct writes too.
 BEGIN;
 SELECT plan(7);
 

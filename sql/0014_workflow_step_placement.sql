@@ -1,4 +1,4 @@
--- 0015 workflows: a job step may name its own organization, and a delay or a run_at for its
+-- 0014 workflows: a job step may name its own organization, and a delay or a run_at for its
 -- job (issue 13 item 11).
 --
 -- workflow_steps.organization_id: the organization the step's job is stamped with; NULL (every
