@@ -59,7 +59,7 @@ BEGIN
             CASE
                 WHEN jsonb_typeof(e.elem) <> 'object' OR e.elem - c_known_keys <> '{}'::jsonb
                     THEN 'job.invalid_batch'
-                -- the job_definitions / jobs CHECK constraints say the same
+                -- the rule the job_definitions / job_schedules CHECK constraints call
                 WHEN coalesce(jsonb_typeof(e.elem -> 'job_type'), 'null') <> 'string'
                     OR NOT pgrun._valid_job_type(e.elem ->> 'job_type')
                     THEN 'job.invalid_type'
@@ -253,10 +253,8 @@ BEGIN
             END;
             v_hint := 'Each element is an object whose keys are enqueue_job''s parameter names.';
         WHEN 'job.invalid_type' THEN
-            v_detail := format('%sjob_type %s is not a valid job type', v_where,
-                left(coalesce(p_elem -> 'job_type', 'null'::jsonb)::text, 200));
-            v_hint := 'Use at most 128 characters: lowercase letters, digits and _, in segments '
-                'joined by ".", ":" or "-", starting with a letter (e.g. email.send).';
+            PERFORM pgrun._raise_invalid_job_type(format('%sjob_type %s is not a valid job type', v_where,
+                left(coalesce(p_elem -> 'job_type', 'null'::jsonb)::text, 200)));
         WHEN 'job.invalid_payload' THEN
             IF jsonb_typeof(p_elem -> 'payload') = 'object' THEN
                 v_detail := format('%spayload is nested more than 100 levels deep (arrays and objects)', v_where);

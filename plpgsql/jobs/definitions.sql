@@ -109,13 +109,11 @@ BEGIN
         coalesce(upsert_job_definition.backoff_jitter, b.backoff_jitter)
     INTO v_queue, v_priority, v_max_attempts, v_base, v_max, v_jitter
     FROM pgrun._job_defaults() AS b;
-    -- Keep these rules in step with the CHECK constraints on job_definitions and jobs.
+    -- The job type rule is the one job_definitions' CHECK constraint calls (sql/0015).
     IF upsert_job_definition.job_type IS NULL OR NOT pgrun._valid_job_type(upsert_job_definition.job_type) THEN
-        RAISE EXCEPTION 'job.invalid_type' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('job_type %s is not a valid job type', pgrun._shown(upsert_job_definition.job_type)),
-            HINT = 'Use at most 128 characters: lowercase letters, digits and _, in segments '
-                'joined by ".", ":" or "-", starting with a letter (e.g. email.send).';
+        PERFORM pgrun._raise_invalid_job_type(
+            format('job_type %s is not a valid job type', pgrun._shown(upsert_job_definition.job_type))
+        );
     END IF;
     IF NOT pgrun._valid_queue(v_queue) THEN
         RAISE EXCEPTION 'job.invalid_queue' USING
@@ -236,11 +234,9 @@ DECLARE
     v_row pgrun.job_runtime_configs;
 BEGIN
     IF set_job_runtime_config.job_type IS NULL OR NOT pgrun._valid_job_type(set_job_runtime_config.job_type) THEN
-        RAISE EXCEPTION 'job.invalid_type' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('job_type %s is not a valid job type', pgrun._shown(set_job_runtime_config.job_type)),
-            HINT = 'Use at most 128 characters: lowercase letters, digits and _, in segments '
-                'joined by ".", ":" or "-", starting with a letter (e.g. email.send).';
+        PERFORM pgrun._raise_invalid_job_type(
+            format('job_type %s is not a valid job type', pgrun._shown(set_job_runtime_config.job_type))
+        );
     END IF;
     IF set_job_runtime_config.max_concurrency <= 0 THEN
         RAISE EXCEPTION 'job.invalid_max_concurrency' USING
