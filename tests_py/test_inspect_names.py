@@ -5,7 +5,6 @@ the alias older code reads (docs/architecture.md, "Conventions")."""
 from __future__ import annotations
 
 import asyncio
-import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -96,13 +95,6 @@ def test_async_client(db: str) -> None:
             await client.close()
 
     asyncio.run(main())
-
-
-def test_count_jobs_is_the_same_method_on_both_clients() -> None:
-    sync, coro = Client.count_jobs, AsyncClient.count_jobs
-    assert inspect.signature(sync) == inspect.signature(coro)
-    assert sync.__doc__ and sync.__doc__ == coro.__doc__
-    assert inspect.iscoroutinefunction(coro)
 
 
 def test_the_run_report_reads_older_documents() -> None:

@@ -7,8 +7,9 @@ its SQLSTATE category, translated in one place (``_pgrun_errors``), raised ``fro
 psycopg error.
 Each call is built once, by a module-level builder per SQL function (``_enqueue_job`` …) that
 converts the arguments and returns a ``Call``; the two classes only execute it (``_run``, sync
-or awaited). They keep the same methods with the same signatures, each delegating to its
-builder; change them together.
+or awaited). They keep the same methods with the same signatures, docstrings and bodies (but
+for ``await``), each delegating to its builder: change them together
+(tests_py/test_client_parity.py fails on any difference).
 """
 
 from __future__ import annotations
@@ -34,10 +35,13 @@ from pgrun.results import (
     BatchOutcome,
     CancelRunResult,
     ClaimedJob,
+    ClaimedSchedule,
+    DeletedSchedule,
     EnqueuedBatchItem,
     EnqueuedJob,
     EnqueuedRun,
     ExternalStepResult,
+    FiredTick,
     Heartbeat,
     JobCount,
     JobDefinition,
@@ -46,10 +50,14 @@ from pgrun.results import (
     Json,
     JsonObject,
     Outcome,
+    PausedSchedule,
     QueueDepth,
     ReapedJob,
+    ResumedSchedule,
     RuntimeConfig,
+    ScheduleSummary,
     UndecodableJson,
+    UpsertedSchedule,
     WorkflowRunSummary,
 )
 
@@ -499,6 +507,111 @@ def _list_workflow_runs(
     return _all(q.LIST_WORKFLOW_RUNS, params, WorkflowRunSummary)
 
 
+def _upsert_schedule(
+    name: str,
+    cron: str,
+    job_type: str,
+    payload: JsonObject | None,
+    *,
+    timezone: str,
+    queue: str | None,
+    priority: int | None,
+    catch_up: str,
+    backfill_limit: int,
+    enabled: bool,
+    organization_id: Id | None,
+    max_attempts: int | None,
+    timeout_seconds: int | None,
+    misfire_grace_seconds: int,
+    scope_kind: str,
+    scopes: Sequence[str] | None,
+    forbid_stale_reentry: bool,
+) -> Call[UpsertedSchedule]:
+    params: dict[str, Any] = dict(
+        name=name,
+        cron=cron,
+        job_type=job_type,
+        payload=_json(payload),
+        timezone=timezone,
+        queue=queue,
+        priority=priority,
+        catch_up=catch_up,
+        backfill_limit=backfill_limit,
+        enabled=enabled,
+        organization_id=organization_id,
+        max_attempts=max_attempts,
+        timeout_seconds=timeout_seconds,
+        misfire_grace_seconds=misfire_grace_seconds,
+        scope_kind=scope_kind,
+        scopes=_list(scopes),
+        forbid_stale_reentry=forbid_stale_reentry,
+    )
+    return _one(q.UPSERT_SCHEDULE, params, UpsertedSchedule)
+
+
+def _claim_due_schedules(
+    scheduler_id: str, *, max_schedules: int, lease_seconds: int
+) -> Call[list[ClaimedSchedule]]:
+    params: dict[str, Any] = dict(
+        scheduler_id=scheduler_id, max_schedules=max_schedules, lease_seconds=lease_seconds
+    )
+    return _all(q.CLAIM_DUE_SCHEDULES, params, ClaimedSchedule)
+
+
+def _fire_schedule(
+    schedule_id: Id,
+    plan_times: Sequence[datetime],
+    next_run_at: datetime,
+    *,
+    claim_token: Id | None,
+    planned_until: datetime | None,
+    scheduler_id: str | None,
+    keep_claim: bool,
+) -> Call[list[FiredTick]]:
+    params: dict[str, Any] = dict(
+        schedule_id=schedule_id,
+        plan_times=list(plan_times),
+        next_run_at=next_run_at,
+        claim_token=claim_token,
+        planned_until=planned_until,
+        scheduler_id=scheduler_id,
+        keep_claim=keep_claim,
+    )
+    return _all(q.FIRE_SCHEDULE, params, FiredTick)
+
+
+def _pause_unplannable_schedule(schedule_id: Id, claim_token: Id, reason: str) -> Call[datetime]:
+    params: dict[str, Any] = dict(schedule_id=schedule_id, claim_token=claim_token, reason=reason)
+    return _scalar(q.PAUSE_UNPLANNABLE_SCHEDULE, params)
+
+
+def _list_schedules(
+    *, organization_id: Id | None, after_id: Id | None, max_rows: int
+) -> Call[list[ScheduleSummary]]:
+    params: dict[str, Any] = dict(organization_id=organization_id, after_id=after_id, max_rows=max_rows)
+    return _all(q.LIST_SCHEDULES, params, ScheduleSummary)
+
+
+def _pause_schedule(name: str, *, organization_id: Id | None) -> Call[PausedSchedule]:
+    params: dict[str, Any] = dict(name=name, organization_id=organization_id)
+    return _one(q.PAUSE_SCHEDULE, params, PausedSchedule)
+
+
+def _resume_schedule(name: str, *, organization_id: Id | None) -> Call[ResumedSchedule]:
+    params: dict[str, Any] = dict(name=name, organization_id=organization_id)
+    return _one(q.RESUME_SCHEDULE, params, ResumedSchedule)
+
+
+def _delete_schedule(name: str, *, organization_id: Id | None) -> Call[DeletedSchedule]:
+    params: dict[str, Any] = dict(name=name, organization_id=organization_id)
+    return _one(q.DELETE_SCHEDULE, params, DeletedSchedule)
+
+
+def _run_schedule_now(name: str, *, organization_id: Id | None) -> Call[list[FiredTick]]:
+    params: dict[str, Any] = dict(name=name, organization_id=organization_id)
+    return _all(q.RUN_SCHEDULE_NOW, params, FiredTick)
+
+
 class Client:
     """Blocking client over a ``psycopg_pool.ConnectionPool``."""
 
@@ -507,7 +620,7 @@ class Client:
 
     @classmethod
     def connect(cls, dsn: str, *, min_size: int = 1, max_size: int = 4) -> Client:
-        """A client with its own pool (closed by ``close()`` or the ``with`` block)."""
+        """A client with its own pool, closed by ``close()`` or at the end of its ``(async) with`` block."""
         pool: ConnectionPool = ConnectionPool(
             dsn,
             min_size=min_size,
@@ -866,6 +979,122 @@ class Client:
             )
         )
 
+    def upsert_schedule(
+        self,
+        name: str,
+        cron: str,
+        job_type: str,
+        payload: JsonObject | None = None,
+        *,
+        timezone: str = "UTC",
+        queue: str | None = None,
+        priority: int | None = None,
+        catch_up: str = "latest",
+        backfill_limit: int = 100,
+        enabled: bool = True,
+        organization_id: Id | None = None,
+        max_attempts: int | None = None,
+        timeout_seconds: int | None = None,
+        misfire_grace_seconds: int = 60,
+        scope_kind: str = "none",
+        scopes: Sequence[str] | None = None,
+        forbid_stale_reentry: bool = False,
+    ) -> UpsertedSchedule:
+        """Declare a cron schedule, or restate it by (name, organization) (pgrun.upsert_schedule).
+
+        The call states the whole declaration: what it leaves out takes its default. An
+        operator's pause survives it. ``pgrun.scheduler.validate_cron`` makes the scheduler's
+        own check (grammar, then croniter) before anything is sent, if wanted.
+        """
+        return self._run(
+            _upsert_schedule(
+                name,
+                cron,
+                job_type,
+                payload,
+                timezone=timezone,
+                queue=queue,
+                priority=priority,
+                catch_up=catch_up,
+                backfill_limit=backfill_limit,
+                enabled=enabled,
+                organization_id=organization_id,
+                max_attempts=max_attempts,
+                timeout_seconds=timeout_seconds,
+                misfire_grace_seconds=misfire_grace_seconds,
+                scope_kind=scope_kind,
+                scopes=scopes,
+                forbid_stale_reentry=forbid_stale_reentry,
+            )
+        )
+
+    def claim_due_schedules(
+        self, scheduler_id: str, *, max_schedules: int = 10, lease_seconds: int = 60
+    ) -> list[ClaimedSchedule]:
+        """Claim up to max_schedules due schedules for lease_seconds (pgrun.claim_due_schedules),
+        with what planning them needs, the database's now included. The scheduler loop's call."""
+        return self._run(
+            _claim_due_schedules(scheduler_id, max_schedules=max_schedules, lease_seconds=lease_seconds)
+        )
+
+    def fire_schedule(
+        self,
+        schedule_id: Id,
+        plan_times: Sequence[datetime],
+        next_run_at: datetime,
+        *,
+        claim_token: Id | None = None,
+        planned_until: datetime | None = None,
+        scheduler_id: str | None = None,
+        keep_claim: bool = False,
+    ) -> list[FiredTick]:
+        """Make one job per (scope, plan time), ever, under a live claim (pgrun.fire_schedule);
+        a plan time fired before returns its job with created false. The scheduler loop's call."""
+        return self._run(
+            _fire_schedule(
+                schedule_id,
+                plan_times,
+                next_run_at,
+                claim_token=claim_token,
+                planned_until=planned_until,
+                scheduler_id=scheduler_id,
+                keep_claim=keep_claim,
+            )
+        )
+
+    def pause_unplannable_schedule(self, schedule_id: Id, claim_token: Id, reason: str) -> datetime:
+        """Pause a claimed schedule this scheduler cannot plan, keeping why
+        (pgrun.pause_unplannable_schedule); returns paused_at. The scheduler loop's call."""
+        return self._run(_pause_unplannable_schedule(schedule_id, claim_token, reason))
+
+    def list_schedules(
+        self, *, organization_id: Id | None = None, after_id: Id | None = None, max_rows: int = 100
+    ) -> list[ScheduleSummary]:
+        """A page of schedules in creation order (pgrun.list_schedules); pass the last
+        schedule_id as after_id for the next page (max_rows 1..1000)."""
+        return self._run(
+            _list_schedules(organization_id=organization_id, after_id=after_id, max_rows=max_rows)
+        )
+
+    def pause_schedule(self, name: str, *, organization_id: Id | None = None) -> PausedSchedule:
+        """Pause a schedule (pgrun.pause_schedule): no scheduler claims it until resumed; jobs
+        already made are untouched. NotFoundError ``schedule.not_found`` when there is none."""
+        return self._run(_pause_schedule(name, organization_id=organization_id))
+
+    def resume_schedule(self, name: str, *, organization_id: Id | None = None) -> ResumedSchedule:
+        """Resume a paused schedule (pgrun.resume_schedule), due at once; whether the paused
+        window is replayed is its catch-up policy's call (all replays it)."""
+        return self._run(_resume_schedule(name, organization_id=organization_id))
+
+    def delete_schedule(self, name: str, *, organization_id: Id | None = None) -> DeletedSchedule:
+        """Delete a schedule and its ticks (pgrun.delete_schedule); the jobs it made stay."""
+        return self._run(_delete_schedule(name, organization_id=organization_id))
+
+    def run_schedule_now(self, name: str, *, organization_id: Id | None = None) -> list[FiredTick]:
+        """Fire a schedule once now, one job per scope (pgrun.run_schedule_now); its planning
+        state is left as it is."""
+        return self._run(_run_schedule_now(name, organization_id=organization_id))
+
 
 class AsyncClient:
     """asyncio client over a ``psycopg_pool.AsyncConnectionPool``; the methods of Client, awaited."""
@@ -875,7 +1104,7 @@ class AsyncClient:
 
     @classmethod
     async def connect(cls, dsn: str, *, min_size: int = 1, max_size: int = 4) -> AsyncClient:
-        """A client with its own pool (closed by ``close()`` or the ``async with`` block)."""
+        """A client with its own pool, closed by ``close()`` or at the end of its ``(async) with`` block."""
         pool: AsyncConnectionPool = AsyncConnectionPool(
             dsn,
             min_size=min_size,
@@ -1237,3 +1466,119 @@ class AsyncClient:
                 status=status, organization_id=organization_id, after_id=after_id, max_rows=max_rows
             )
         )
+
+    async def upsert_schedule(
+        self,
+        name: str,
+        cron: str,
+        job_type: str,
+        payload: JsonObject | None = None,
+        *,
+        timezone: str = "UTC",
+        queue: str | None = None,
+        priority: int | None = None,
+        catch_up: str = "latest",
+        backfill_limit: int = 100,
+        enabled: bool = True,
+        organization_id: Id | None = None,
+        max_attempts: int | None = None,
+        timeout_seconds: int | None = None,
+        misfire_grace_seconds: int = 60,
+        scope_kind: str = "none",
+        scopes: Sequence[str] | None = None,
+        forbid_stale_reentry: bool = False,
+    ) -> UpsertedSchedule:
+        """Declare a cron schedule, or restate it by (name, organization) (pgrun.upsert_schedule).
+
+        The call states the whole declaration: what it leaves out takes its default. An
+        operator's pause survives it. ``pgrun.scheduler.validate_cron`` makes the scheduler's
+        own check (grammar, then croniter) before anything is sent, if wanted.
+        """
+        return await self._run(
+            _upsert_schedule(
+                name,
+                cron,
+                job_type,
+                payload,
+                timezone=timezone,
+                queue=queue,
+                priority=priority,
+                catch_up=catch_up,
+                backfill_limit=backfill_limit,
+                enabled=enabled,
+                organization_id=organization_id,
+                max_attempts=max_attempts,
+                timeout_seconds=timeout_seconds,
+                misfire_grace_seconds=misfire_grace_seconds,
+                scope_kind=scope_kind,
+                scopes=scopes,
+                forbid_stale_reentry=forbid_stale_reentry,
+            )
+        )
+
+    async def claim_due_schedules(
+        self, scheduler_id: str, *, max_schedules: int = 10, lease_seconds: int = 60
+    ) -> list[ClaimedSchedule]:
+        """Claim up to max_schedules due schedules for lease_seconds (pgrun.claim_due_schedules),
+        with what planning them needs, the database's now included. The scheduler loop's call."""
+        return await self._run(
+            _claim_due_schedules(scheduler_id, max_schedules=max_schedules, lease_seconds=lease_seconds)
+        )
+
+    async def fire_schedule(
+        self,
+        schedule_id: Id,
+        plan_times: Sequence[datetime],
+        next_run_at: datetime,
+        *,
+        claim_token: Id | None = None,
+        planned_until: datetime | None = None,
+        scheduler_id: str | None = None,
+        keep_claim: bool = False,
+    ) -> list[FiredTick]:
+        """Make one job per (scope, plan time), ever, under a live claim (pgrun.fire_schedule);
+        a plan time fired before returns its job with created false. The scheduler loop's call."""
+        return await self._run(
+            _fire_schedule(
+                schedule_id,
+                plan_times,
+                next_run_at,
+                claim_token=claim_token,
+                planned_until=planned_until,
+                scheduler_id=scheduler_id,
+                keep_claim=keep_claim,
+            )
+        )
+
+    async def pause_unplannable_schedule(self, schedule_id: Id, claim_token: Id, reason: str) -> datetime:
+        """Pause a claimed schedule this scheduler cannot plan, keeping why
+        (pgrun.pause_unplannable_schedule); returns paused_at. The scheduler loop's call."""
+        return await self._run(_pause_unplannable_schedule(schedule_id, claim_token, reason))
+
+    async def list_schedules(
+        self, *, organization_id: Id | None = None, after_id: Id | None = None, max_rows: int = 100
+    ) -> list[ScheduleSummary]:
+        """A page of schedules in creation order (pgrun.list_schedules); pass the last
+        schedule_id as after_id for the next page (max_rows 1..1000)."""
+        return await self._run(
+            _list_schedules(organization_id=organization_id, after_id=after_id, max_rows=max_rows)
+        )
+
+    async def pause_schedule(self, name: str, *, organization_id: Id | None = None) -> PausedSchedule:
+        """Pause a schedule (pgrun.pause_schedule): no scheduler claims it until resumed; jobs
+        already made are untouched. NotFoundError ``schedule.not_found`` when there is none."""
+        return await self._run(_pause_schedule(name, organization_id=organization_id))
+
+    async def resume_schedule(self, name: str, *, organization_id: Id | None = None) -> ResumedSchedule:
+        """Resume a paused schedule (pgrun.resume_schedule), due at once; whether the paused
+        window is replayed is its catch-up policy's call (all replays it)."""
+        return await self._run(_resume_schedule(name, organization_id=organization_id))
+
+    async def delete_schedule(self, name: str, *, organization_id: Id | None = None) -> DeletedSchedule:
+        """Delete a schedule and its ticks (pgrun.delete_schedule); the jobs it made stay."""
+        return await self._run(_delete_schedule(name, organization_id=organization_id))
+
+    async def run_schedule_now(self, name: str, *, organization_id: Id | None = None) -> list[FiredTick]:
+        """Fire a schedule once now, one job per scope (pgrun.run_schedule_now); its planning
+        state is left as it is."""
+        return await self._run(_run_schedule_now(name, organization_id=organization_id))

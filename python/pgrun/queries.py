@@ -235,7 +235,7 @@ SELECT * FROM pgrun.list_workflow_runs(
 NOTIFY_CHANNEL: Final = "pgrun_jobs"
 LISTEN: Final = "LISTEN pgrun_jobs"
 
-# -- schedules (pgrun.scheduler) --------------------------------------------------------
+# -- schedules (the Client's schedule methods; the scheduler loop calls them) ---------------
 
 UPSERT_SCHEDULE: Final = """
 SELECT * FROM pgrun.upsert_schedule(
@@ -300,4 +300,8 @@ SELECT * FROM pgrun.resume_schedule(name => %(name)s::text, organization_id => %
 
 DELETE_SCHEDULE: Final = """
 SELECT * FROM pgrun.delete_schedule(name => %(name)s::text, organization_id => %(organization_id)s::uuid)
+"""
+
+RUN_SCHEDULE_NOW: Final = """
+SELECT * FROM pgrun.run_schedule_now(name => %(name)s::text, organization_id => %(organization_id)s::uuid)
 """

@@ -250,3 +250,109 @@ class WorkflowRunSummary:
     updated_at: datetime
     finished_at: datetime | None
     run_id: UUID
+
+
+# -- schedules ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UpsertedSchedule:
+    """upsert_schedule: the schedule's id, whether this call made it or changed it, and when
+    it is due (a new or changed schedule: now, so the next scheduler pass plans it)."""
+
+    schedule_id: UUID
+    created: bool
+    changed: bool
+    next_run_at: datetime
+
+
+@dataclass(frozen=True)
+class ClaimedSchedule:
+    """One row of claim_due_schedules: what a scheduler needs to plan the schedule without
+    reading its own clock (``db_now`` is the database's), and the claim to fire it under."""
+
+    schedule_id: UUID
+    claim_token: UUID
+    name: str
+    organization_id: UUID | None
+    cron: str
+    timezone: str
+    catch_up: str
+    backfill_limit: int
+    misfire_grace_seconds: int
+    planned_until: datetime
+    last_plan_at: datetime | None
+    next_run_at: datetime
+    db_now: datetime
+    #: The ticks each plan time makes (one per scope; 1 unscoped).
+    scope_count: int
+
+
+@dataclass(frozen=True)
+class FiredTick:
+    """One row of fire_schedule / run_schedule_now: the job of one (scope, plan time);
+    ``created`` is false when an earlier call (of any scheduler) fired it."""
+
+    plan_time: datetime
+    scope: str
+    job_id: UUID
+    created: bool
+
+
+@dataclass(frozen=True)
+class PausedSchedule:
+    """pause_schedule; ``changed`` is false when it was already paused."""
+
+    schedule_id: UUID
+    paused_at: datetime
+    changed: bool
+
+
+@dataclass(frozen=True)
+class ResumedSchedule:
+    """resume_schedule; ``changed`` is false when it was not paused."""
+
+    schedule_id: UUID
+    next_run_at: datetime
+    changed: bool
+
+
+@dataclass(frozen=True)
+class DeletedSchedule:
+    """delete_schedule: the schedule's id and how many of its ticks went with it (its jobs stay)."""
+
+    schedule_id: UUID
+    ticks_deleted: int
+
+
+@dataclass(frozen=True)
+class ScheduleSummary:
+    """One row of list_schedules: the declaration and its planning state.
+
+    ``paused_reason`` is set when the scheduler paused a schedule it could not plan;
+    ``claimed_by`` names the scheduler holding a claim on it, if any."""
+
+    schedule_id: UUID
+    name: str
+    organization_id: UUID | None
+    cron: str
+    timezone: str
+    job_type: str
+    queue: str | None
+    priority: int | None
+    catch_up: str
+    backfill_limit: int
+    scope_kind: str
+    #: The scopes (empty for scope_kind none).
+    scopes: list[str]
+    forbid_stale_reentry: bool
+    enabled: bool
+    paused_at: datetime | None
+    paused_reason: str | None
+    next_run_at: datetime
+    last_plan_at: datetime | None
+    last_fired_at: datetime | None
+    planned_until: datetime
+    claimed_by: str | None
+    created_at: datetime
+    updated_at: datetime
