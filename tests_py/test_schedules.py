@@ -20,10 +20,11 @@ from croniter import croniter
 from psycopg.rows import dict_row
 
 from pgrun import scheduler as sched
+from pgrun.client import Client
 from pgrun.errors import InvalidInputError
 from pgrun.scheduler import ScheduleDeclaration
 from pgrun.testing import install_test_clock
-from schedule_support import T0, at, declare, session, ticks
+from schedule_support import T0, at, declare, scheduler_at, session, ticks
 
 
 @pytest.fixture
@@ -45,11 +46,6 @@ def expected(cron: str, zone: str, after: datetime, upto: datetime) -> list[date
 
 def plan_times(conn: psycopg.Connection[Any], name: str) -> list[datetime]:
     return [p for _, p in ticks(conn, name)]
-
-
-def pass_at(conn: psycopg.Connection[Any], moment: datetime, ident: str = "s-test") -> sched.PassReport:
-    at(conn, moment)
-    return sched.run_once(conn, ident)
 
 
 # -- concurrency ---------------------------------------------------------------------------
@@ -85,14 +81,13 @@ def test_concurrent_schedulers_fire_every_plan_exactly_once(db: str, schedulers:
 
     def scheduler(index: int) -> None:
         try:
-            with session(db) as conn:
+            with scheduler_at(db) as s:
                 while not stop.is_set():
                     with lock:
                         now = clock["now"]
                     # a 1 s claim: the simulated clock outruns it, so claims expire mid-pass and
                     # other schedulers take the schedule over: ticks must still hold
-                    at(conn, now)
-                    report = sched.run_once(conn, f"s{index}", max_schedules=3, lease_seconds=1)
+                    report = s.pass_at(now, f"s{index}", max_schedules=3, lease_seconds=1)
                     with lock:
                         reports.append(report)
         except BaseException as exc:  # surfaced by the assertion below
@@ -112,9 +107,9 @@ def test_concurrent_schedulers_fire_every_plan_exactly_once(db: str, schedulers:
         t.join(30)
     assert not failures
 
-    with session(db) as conn:
+    with session(db) as conn, scheduler_at(db) as s:
         # whatever the threads left: one last pass at the end of the day
-        while pass_at(conn, end, "final").claimed:
+        while s.pass_at(end, "final").claimed:
             pass
         total = 0
         for spec in CONCURRENT:
@@ -212,14 +207,13 @@ def test_a_scheduler_whose_host_clock_is_hours_off_changes_nothing(
     monkeypatch.setattr(time, "time", lambda: real_time() + skew.total_seconds())
     monkeypatch.setattr(sched, "datetime", SkewedDatetime)
 
-    with session(db) as skewed, session(db) as honest:
+    with scheduler_at(db) as skewed, scheduler_at(db) as honest, session(db) as conn:
         moment = T0
         for step in range(36):
             moment += timedelta(minutes=5)
-            conn = skewed if step % 2 else honest
-            pass_at(conn, moment, "skewed" if step % 2 else "honest")
-        assert plan_times(skewed, "clock") == expected("*/10 * * * *", "UTC", T0, moment)
-        row = skewed.execute(
+            (skewed if step % 2 else honest).pass_at(moment, "skewed" if step % 2 else "honest")
+        assert plan_times(conn, "clock") == expected("*/10 * * * *", "UTC", T0, moment)
+        row = conn.execute(
             "SELECT next_run_at, planned_until FROM pgrun.job_schedules WHERE name = 'clock'"
         ).fetchone()
         assert row == (moment + timedelta(minutes=10), moment)
@@ -244,18 +238,18 @@ def test_plan_times_in_the_future_are_refused(db: str) -> None:
 
 def test_downtime_then_restart_obeys_each_catch_up_policy_and_the_backfill_cap(db: str) -> None:
     cron = "*/10 * * * *"
-    with session(db) as conn:
+    with session(db) as conn, scheduler_at(db) as s:
         declare(conn, T0, name="latest", cron=cron, job_type="test.cron", catch_up="latest")
         declare(conn, T0, name="all", cron=cron, job_type="test.cron", catch_up="all", backfill_limit=4)
         declare(conn, T0, name="all-uncapped", cron=cron, job_type="test.cron", catch_up="all")
         declare(conn, T0, name="none", cron=cron, job_type="test.cron", catch_up="none")
-        pass_at(conn, T0 + timedelta(seconds=1))  # running, nothing due yet
+        s.pass_at(T0 + timedelta(seconds=1))  # running, nothing due yet
         assert conn.execute("SELECT count(*) FROM pgrun.schedule_ticks").fetchone() == (0,)
 
         # down for an hour; back 30 s after a plan time: within the 60 s grace of none
         back = T0 + timedelta(hours=1, seconds=30)
         hour = T0 + timedelta(hours=1)
-        report = pass_at(conn, back)
+        report = s.pass_at(back)
         assert plan_times(conn, "latest") == [hour]
         assert plan_times(conn, "all") == [T0 + timedelta(minutes=m) for m in (30, 40, 50, 60)]
         assert plan_times(conn, "all-uncapped") == [T0 + timedelta(minutes=m) for m in range(10, 61, 10)]
@@ -264,10 +258,10 @@ def test_downtime_then_restart_obeys_each_catch_up_policy_and_the_backfill_cap(d
 
         # none, back 3 minutes after a plan time: too late, skipped
         declare(conn, back, name="none-late", cron=cron, job_type="test.cron", catch_up="none")
-        pass_at(conn, T0 + timedelta(hours=1, minutes=13))
+        s.pass_at(T0 + timedelta(hours=1, minutes=13))
         assert plan_times(conn, "none-late") == []
         # back in step: the next plan time fires on time, the missed one never
-        pass_at(conn, T0 + timedelta(hours=1, minutes=20, seconds=2))
+        s.pass_at(T0 + timedelta(hours=1, minutes=20, seconds=2))
         assert plan_times(conn, "none-late") == [T0 + timedelta(hours=1, minutes=20)]
         assert plan_times(conn, "latest") == [
             hour,
@@ -275,7 +269,7 @@ def test_downtime_then_restart_obeys_each_catch_up_policy_and_the_backfill_cap(d
             hour + timedelta(minutes=20),
         ]
         # a second, longer outage: latest fires once, the most recent plan time
-        pass_at(conn, T0 + timedelta(hours=5, minutes=5))
+        s.pass_at(T0 + timedelta(hours=5, minutes=5))
         assert plan_times(conn, "latest")[-1] == T0 + timedelta(hours=5)
         assert len(plan_times(conn, "latest")) == 4
         # all with its cap: the four most recent of the outage
@@ -286,12 +280,12 @@ def test_downtime_then_restart_obeys_each_catch_up_policy_and_the_backfill_cap(d
 
 
 def test_a_long_outage_of_a_per_second_schedule_plans_quickly(db: str) -> None:
-    with session(db) as conn:
+    with session(db) as conn, scheduler_at(db) as s:
         declare(
             conn, T0, name="secs", cron="* * * * * *", job_type="test.cron", catch_up="all", backfill_limit=3
         )
         started = time.monotonic()
-        pass_at(conn, T0 + timedelta(days=3, seconds=0.5))
+        s.pass_at(T0 + timedelta(days=3, seconds=0.5))
         assert time.monotonic() - started < 5
         assert plan_times(conn, "secs") == [T0 + timedelta(days=3, seconds=s) for s in (-2, -1, 0)]
 
@@ -311,7 +305,7 @@ def test_dst_transitions_in_a_named_zone_follow_croniter(db: str, day: datetime)
         "half-hourly": "*/30 * * * *",
         "daily-0300": "0 3 * * *",
     }
-    with session(db) as conn:
+    with session(db) as conn, scheduler_at(db) as s:
         for name, cron in crons.items():
             declare(
                 conn,
@@ -326,7 +320,7 @@ def test_dst_transitions_in_a_named_zone_follow_croniter(db: str, day: datetime)
         end = day + timedelta(days=1)
         while moment < end:
             moment += timedelta(minutes=10)
-            pass_at(conn, moment)
+            s.pass_at(moment)
         for name, cron in crons.items():
             assert plan_times(conn, name) == expected(cron, "Europe/Berlin", day, end), name
         # one job per distinct instant: the hourly schedule fires 24 times in 24 real hours
@@ -338,11 +332,11 @@ def test_dst_transitions_in_a_named_zone_follow_croniter(db: str, day: datetime)
 
 def test_pausing_stops_ticks_and_resuming_replays_only_when_the_policy_says_so(db: str) -> None:
     cron = "*/5 * * * *"
-    with session(db) as conn:
+    with session(db) as conn, scheduler_at(db) as s:
         for policy in ("latest", "none", "all"):
             declare(conn, T0, name=policy, cron=cron, job_type="test.cron", catch_up=policy)
         for minute in range(1, 21):
-            pass_at(conn, T0 + timedelta(minutes=minute))
+            s.pass_at(T0 + timedelta(minutes=minute))
         before = {p: plan_times(conn, p) for p in ("latest", "none", "all")}
         assert all(v == [T0 + timedelta(minutes=m) for m in (5, 10, 15, 20)] for v in before.values())
 
@@ -350,7 +344,7 @@ def test_pausing_stops_ticks_and_resuming_replays_only_when_the_policy_says_so(d
         for policy in ("latest", "none", "all"):
             conn.execute("SELECT pgrun.pause_schedule(%s)", (policy,))
         for minute in range(21, 61):
-            report = pass_at(conn, T0 + timedelta(minutes=minute))
+            report = s.pass_at(T0 + timedelta(minutes=minute))
             assert report.claimed == 0
         assert {p: plan_times(conn, p) for p in before} == before
 
@@ -358,12 +352,12 @@ def test_pausing_stops_ticks_and_resuming_replays_only_when_the_policy_says_so(d
         at(conn, resume)
         for policy in ("latest", "none", "all"):
             conn.execute("SELECT pgrun.resume_schedule(%s)", (policy,))
-        pass_at(conn, resume)
+        s.pass_at(resume)
         assert plan_times(conn, "latest") == before["latest"]
         assert plan_times(conn, "none") == before["none"]
         replayed = [T0 + timedelta(minutes=m) for m in range(25, 61, 5)]
         assert plan_times(conn, "all") == before["all"] + replayed
-        pass_at(conn, T0 + timedelta(minutes=65, seconds=1))
+        s.pass_at(T0 + timedelta(minutes=65, seconds=1))
         for policy in ("latest", "none"):
             assert plan_times(conn, policy) == before[policy] + [T0 + timedelta(minutes=65)]
 
@@ -373,12 +367,11 @@ def test_upsert_at_every_start_neither_resumes_nor_replays(db: str) -> None:
         declare(conn, T0, name="app", cron="0 * * * *", job_type="test.cron")
         at(conn, T0 + timedelta(minutes=1))
         conn.execute("SELECT pgrun.pause_schedule('app')")
-        row = sched.upsert_schedule(
-            conn, ScheduleDeclaration(name="app", cron="0 * * * *", job_type="test.cron")
-        )
-        assert (row["created"], row["changed"]) == (False, False)
-        listed = sched.list_schedules(conn)
-        assert listed[0]["paused_at"] is not None
+        row = declare(conn, T0 + timedelta(minutes=2), name="app", cron="0 * * * *", job_type="test.cron")
+        assert (row.created, row.changed) == (False, False)
+    with Client.connect(db) as client:
+        (listed,) = client.list_schedules()
+        assert listed.paused_at == T0 + timedelta(minutes=1)
 
 
 def test_python_validates_cron_before_sql() -> None:
@@ -406,10 +399,11 @@ def _claim(conn: psycopg.Connection[Any], lease: int = 30) -> dict[str, Any]:
 
 
 def test_schedule_jobs_retry_and_die_like_any_job(db: str) -> None:
-    with session(db) as conn:
+    with session(db) as conn, scheduler_at(db) as s:
         declare(conn, T0, name="flaky", cron="0 * * * *", job_type="test.cron", max_attempts=2)
         now = T0 + timedelta(hours=1)
-        pass_at(conn, now)
+        s.pass_at(now)
+        at(conn, now)
         job = _claim(conn)
         out = conn.execute(
             "SELECT outcome FROM pgrun.fail_job(%s, %s, 'boom', 'first failure', true, interval '0')",
@@ -427,16 +421,17 @@ def test_schedule_jobs_retry_and_die_like_any_job(db: str) -> None:
         # the tick stays fired: the plan time was fired once; its job's fate is the job's
         assert conn.execute("SELECT status FROM pgrun.schedule_ticks").fetchone() == ("fired",)
         # the schedule goes on
-        pass_at(conn, now + timedelta(hours=1))
+        s.pass_at(now + timedelta(hours=1))
         assert len(plan_times(conn, "flaky")) == 2
 
 
 def test_lost_lease_reruns_the_job_unless_the_schedule_forbids_stale_reentry(db: str) -> None:
-    with session(db) as conn:
+    with session(db) as conn, scheduler_at(db) as s:
         declare(conn, T0, name="plain", cron="0 * * * *", job_type="test.plain")
         declare(conn, T0, name="once", cron="0 * * * *", job_type="test.once", forbid_stale_reentry=True)
         now = T0 + timedelta(hours=1)
-        pass_at(conn, now)
+        s.pass_at(now)
+        at(conn, now)
         for job_type in ("test.plain", "test.once"):
             claimed = conn.execute(
                 "SELECT job_id FROM pgrun.claim_jobs('w1', 10, 1, NULL, ARRAY[%s])", (job_type,)
@@ -506,15 +501,16 @@ def test_app_periodic_is_upserted_and_fired_by_the_worker_scheduler_loop(db: str
     with session(db) as conn:
         assert plan_times(conn, "five") == [T0 + timedelta(minutes=5)]
         assert plan_times(conn, "test.hourly") == []
-        assert len(sched.list_schedules(conn)) == 2
+    with Client.connect(db) as client:
+        assert sorted(r.name for r in client.list_schedules()) == ["five", "test.hourly"]
 
 
 def test_pgrun_schedules_lists_next_and_last_fire_times(db: str, capsys: pytest.CaptureFixture[str]) -> None:
     from pgrun import cli
 
-    with session(db) as conn:
+    with session(db) as conn, scheduler_at(db) as s:
         declare(conn, T0, name="listed", cron="*/5 * * * *", job_type="test.cron")
-        pass_at(conn, T0 + timedelta(minutes=5))
+        s.pass_at(T0 + timedelta(minutes=5))
     assert cli.main(["schedules", "--database-url", db]) == 0
     out = capsys.readouterr().out
     assert "listed" in out and "2031-03-03 00:10" in out and "2031-03-03 00:05" in out

@@ -42,11 +42,13 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from uuid import UUID
 
+# Loop and LoopFactory live in pgrun.loops (the scheduler implements them without importing
+# this module); they stay importable from here.
+from pgrun.loops import Loop as Loop
+from pgrun.loops import LoopFactory
 from pgrun.results import ClaimedJob, Json, JsonObject
 
 if TYPE_CHECKING:
-    from pgrun.client import AsyncClient
-    from pgrun.config import Config
     from pgrun.scheduler import ScheduleDeclaration
 
 _T = TypeVar("_T")
@@ -213,18 +215,6 @@ class JobType:
     max_result_bytes: int | None = None
 
 
-class Loop(Protocol):
-    """A long-running loop ``pgrun worker`` runs beside the others on one pool."""
-
-    name: str
-
-    async def run(self, stop: asyncio.Event) -> None: ...
-
-
-#: Builds a loop from the shared client and configuration (see pgrun.runner).
-LoopFactory = Callable[["AsyncClient", "Config"], Loop]
-
-
 @dataclass
 class App:
     """A registry of job handlers (and of extra loops, e.g. the scheduler's)."""
@@ -288,6 +278,9 @@ class App:
         type). The expression is checked with croniter now; the scheduler loop of ``pgrun worker``
         upserts the declarations when it starts. Usable as a decorator (on the handler, say),
         which returns the decorated object unchanged, or as a plain call."""
+        # Imported here, not at the top: pgrun.scheduler imports croniter, which must not be
+        # imported before `pgrun worker` has taken the working directory off sys.path
+        # (cli.load_app; a croniter.py planted there would run instead).
         from pgrun.scheduler import ScheduleDeclaration, loop_factory
 
         declaration = ScheduleDeclaration(name=name or job_type, cron=cron, job_type=job_type, **settings)

@@ -13,7 +13,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
@@ -25,6 +24,7 @@ from pgrun.app import App
 from pgrun.client import Client
 from pgrun.errors import PgrunError
 from pgrun.reaper import PURGE_BATCH
+from pgrun.results import ScheduleSummary
 from pgrun.server import EmbeddedServer, ServerError
 
 # A password in a command-line argument is visible to every user of the machine (ps).
@@ -329,19 +329,37 @@ _SCHEDULE_COLUMNS = (
 )
 
 
-def _schedule_state(row: dict[str, Any]) -> str:
+def _schedule_state(row: ScheduleSummary) -> str:
     """enabled, disabled, paused, or paused with the reason the scheduler gave."""
-    if row["paused_at"]:
-        reason = row.get("paused_reason")
+    if row.paused_at:
+        reason = row.paused_reason
         return f"paused: {display.clip(reason, 60)}" if reason else "paused"
-    return "enabled" if row["enabled"] else "disabled"
+    return "enabled" if row.enabled else "disabled"
+
+
+#: list_schedules' largest page.
+_SCHEDULE_PAGE = 1000
+
+
+def _all_schedules(client: Client, organization_id: str | None) -> list[ScheduleSummary]:
+    """Every schedule the role may see, by organization then name: all pages of
+    list_schedules (which pages by schedule id)."""
+    rows: list[ScheduleSummary] = []
+    after_id = None
+    while True:
+        page = client.list_schedules(
+            organization_id=organization_id, after_id=after_id, max_rows=_SCHEDULE_PAGE
+        )
+        rows.extend(page)
+        if len(page) < _SCHEDULE_PAGE:
+            break
+        after_id = page[-1].schedule_id
+    rows.sort(key=lambda r: (r.organization_id is not None, str(r.organization_id or ""), r.name))
+    return rows
 
 
 def _schedules(client: Client, args: argparse.Namespace) -> int:
-    from pgrun.scheduler import list_schedules
-
-    with client.pool.connection() as conn:
-        rows = list_schedules(conn, args.organization)
+    rows = _all_schedules(client, args.organization)
     if not rows:
         print("no schedules")
         return 0
@@ -350,21 +368,69 @@ def _schedules(client: Client, args: argparse.Namespace) -> int:
             _SCHEDULE_COLUMNS,
             [
                 [
-                    r["name"],
-                    r["cron"],
-                    r["timezone"],
-                    r["job_type"],
-                    r["catch_up"],
+                    r.name,
+                    r.cron,
+                    r.timezone,
+                    r.job_type,
+                    r.catch_up,
                     _schedule_state(r),
-                    r["next_run_at"],
-                    r["last_plan_at"],
-                    r["last_fired_at"],
+                    r.next_run_at,
+                    r.last_plan_at,
+                    r.last_fired_at,
                 ]
                 for r in rows
             ],
         )
     )
     return 0
+
+
+def _pause_schedule(client: Client, args: argparse.Namespace) -> int:
+    paused = client.pause_schedule(args.name, organization_id=args.organization)
+    state = "paused" if paused.changed else "already paused"
+    print(f"schedule {args.name}: {state} (since {display.cell(paused.paused_at)})")
+    return 0
+
+
+def _resume_schedule(client: Client, args: argparse.Namespace) -> int:
+    resumed = client.resume_schedule(args.name, organization_id=args.organization)
+    if resumed.changed:
+        print(f"schedule {args.name}: resumed (due at {display.cell(resumed.next_run_at)})")
+    else:
+        print(f"schedule {args.name}: not paused (nothing changed)")
+    return 0
+
+
+def _delete_schedule(client: Client, args: argparse.Namespace) -> int:
+    deleted = client.delete_schedule(args.name, organization_id=args.organization)
+    print(f"schedule {args.name}: deleted with its {deleted.ticks_deleted} tick(s); the jobs it made stay")
+    return 0
+
+
+def _add_schedule_commands(p: argparse.ArgumentParser) -> None:
+    """`pgrun schedules` lists; `pgrun schedules pause|resume|delete NAME` acts on one."""
+    actions = p.add_subparsers(dest="schedule_action", metavar="{pause,resume,delete}")
+    for name, action, help_text in (
+        ("pause", _pause_schedule, "pause a schedule: no plan time fires until it is resumed"),
+        (
+            "resume",
+            _resume_schedule,
+            "resume a paused schedule (catch-up all replays the paused window; latest and none do not)",
+        ),
+        ("delete", _delete_schedule, "delete a schedule and its ticks (the jobs it made stay)"),
+    ):
+        a = actions.add_parser(name, help=help_text, description=help_text)
+        a.add_argument("name", help="the schedule's name")
+        # SUPPRESS: given before the action (`pgrun schedules --organization X pause NAME`), the
+        # value stays; given after it, it is taken here
+        a.add_argument("--database-url", default=argparse.SUPPRESS, help=_URL_HELP)
+        a.add_argument(
+            "--organization",
+            default=argparse.SUPPRESS,
+            help='the organization the schedule belongs to (docs/security.md, "Tenancy")',
+        )
+        command = f"schedules {name}"
+        a.set_defaults(action=action, func=lambda args, command=command: _run_client_command(args, command))
 
 
 def _client_command(
@@ -420,7 +486,14 @@ def add_operation_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
 
     _client_command(sub, "status", _status, "queues: depth, running, dead, rates (last 5 minutes)")
 
-    _client_command(sub, "schedules", _schedules, "list cron schedules with their next and last fire times")
+    p = _client_command(
+        sub,
+        "schedules",
+        _schedules,
+        "list cron schedules with their next and last fire times; with pause, resume or delete NAME, "
+        "act on one",
+    )
+    _add_schedule_commands(p)
 
     p = _client_command(sub, "jobs", _jobs, "list jobs, oldest first")
     p.add_argument("--status")

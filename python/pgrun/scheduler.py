@@ -1,6 +1,7 @@
 """The cron scheduler loop: claim due schedules, compute plan times with croniter, fire them.
 
-SQL decides, Python executes. Each pass:
+SQL decides, Python executes. Each pass, through the client's schedule methods
+(``AsyncClient.claim_due_schedules`` / ``fire_schedule`` / ``pause_unplannable_schedule``):
 
 1. ``claim_due_schedules`` hands this scheduler a batch of due schedules (``FOR UPDATE SKIP
    LOCKED`` plus a short claim), each with what planning needs: cron, time zone, catch-up
@@ -18,10 +19,15 @@ whose host clock is hours off plans exactly what the others do. Run one on every
 the claims keep schedulers from duplicating work, and ``schedule_ticks`` keeps a plan time from
 firing twice even when claims expire mid-pass.
 
-Entry points: ``run_once`` (one pass on a psycopg connection), ``run_scheduler`` (a blocking
-loop until a ``threading.Event`` is set; ``python -m pgrun.scheduler``), ``Scheduler`` (the async
-loop ``pgrun worker`` runs beside the worker), ``upsert_schedule`` / ``list_schedules`` helpers,
-and ``validate_cron`` (the full croniter check made before anything is sent to SQL).
+There is one loop, ``Scheduler`` (asyncio): ``pgrun worker`` runs it beside the worker on its
+pool (``loop_factory``, registered by ``@app.periodic`` and by ``pgrun worker`` itself), and
+``run_scheduler`` / ``python -m pgrun.scheduler`` run it alone (``asyncio.run`` over it, on a
+pool of its own). Its settings come from ``pgrun.config`` (``JOBS_SCHEDULE_POLL_INTERVAL_SECONDS``
+and ``DATABASE_URL``; a bad value is warned about and replaced, as for the worker).
+``ScheduleDeclaration`` is a schedule declared in code and ``validate_cron`` the full croniter
+check made before anything is sent to SQL. Schedules are declared, listed, paused, resumed,
+deleted and run by hand through ``Client`` / ``AsyncClient`` (``pgrun schedules`` on the
+command line).
 """
 
 from __future__ import annotations
@@ -30,29 +36,29 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import math
 import os
 import signal
 import socket
-import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
+from uuid import UUID
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import psycopg
 from croniter import croniter
-from psycopg.rows import dict_row
-from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool
 
-from pgrun import queries as q
+from pgrun.client import AsyncClient, configure_async_connection
+from pgrun.config import Config, from_env
 from pgrun.cron import check_cron, clip, seconds_field_warning
-from pgrun.errors import InvalidInputError, LeaseLostError, PgrunError, translate
+from pgrun.errors import InvalidInputError, LeaseLostError, PgrunError
+from pgrun.results import ClaimedSchedule, FiredTick
 
 if TYPE_CHECKING:
-    from pgrun.app import LoopFactory
-    from pgrun.client import AsyncClient
-    from pgrun.config import Config
+    from pgrun.loops import LoopFactory
 
 log = logging.getLogger("pgrun.scheduler")
 
@@ -66,8 +72,6 @@ MAX_LEASE_SECONDS = 3600
 MAX_TICKS_PER_FIRE = 10000
 #: fire_schedule refuses a next run further away (it would silently stop the schedule).
 MAX_NEXT_RUN = timedelta(days=3652)
-#: list_schedules' largest page.
-MAX_LIST_ROWS = 1000
 
 
 # -- planning (pure) --------------------------------------------------------------------
@@ -215,7 +219,7 @@ def plan(
 
 @dataclass
 class PassReport:
-    """What one ``run_once`` pass did."""
+    """What one pass did."""
 
     claimed: int = 0
     fired: int = 0  # ticks (jobs) this pass created
@@ -231,10 +235,6 @@ def default_scheduler_id() -> str:
     return f"scheduler-{socket.gethostname()}-{os.getpid()}"
 
 
-def _claim_params(scheduler_id: str, max_schedules: int, lease_seconds: int) -> dict[str, Any]:
-    return {"scheduler_id": scheduler_id, "max_schedules": max_schedules, "lease_seconds": lease_seconds}
-
-
 class Unplannable(Exception):
     """A claimed schedule this scheduler cannot plan; ``reason`` says why (it is stored with
     the pause, so it is written for the operator)."""
@@ -244,191 +244,107 @@ class Unplannable(Exception):
         self.reason = reason
 
 
-def _plan_row(row: dict[str, Any]) -> Plan:
+def _plan_row(row: ClaimedSchedule) -> Plan:
     """The plan of a claimed schedule, or ``Unplannable``: an expression outside the grammar
     (stored by an older install), a zone this host does not know, croniter failing, or a next
     run further away than fire_schedule takes."""
     try:
-        cron = check_cron(row["cron"])
+        cron = check_cron(row.cron)
         p = plan(
             cron=cron,
-            timezone=row["timezone"],
-            catch_up=row["catch_up"],
-            backfill_limit=row["backfill_limit"],
-            misfire_grace_seconds=row["misfire_grace_seconds"],
-            planned_until=row["planned_until"],
-            db_now=row["db_now"],
+            timezone=row.timezone,
+            catch_up=row.catch_up,
+            backfill_limit=row.backfill_limit,
+            misfire_grace_seconds=row.misfire_grace_seconds,
+            planned_until=row.planned_until,
+            db_now=row.db_now,
         )
     except PgrunError as exc:
         raise Unplannable(f"{exc.code}: {exc.detail}") from exc
     except (ValueError, TypeError, OverflowError) as exc:  # croniter's errors are ValueErrors
         raise Unplannable(
-            f"croniter cannot plan cron {clip(str(row['cron']))!r} in {clip(str(row['timezone']))!r}: {exc}"
+            f"croniter cannot plan cron {clip(str(row.cron))!r} in {clip(str(row.timezone))!r}: {exc}"
         ) from exc
-    if p.next_run_at > row["db_now"] + MAX_NEXT_RUN:
+    if p.next_run_at > row.db_now + MAX_NEXT_RUN:
         raise Unplannable(
-            f"cron {row['cron']!r}: the next run ({p.next_run_at.isoformat()}) is more than 10 years away"
+            f"cron {row.cron!r}: the next run ({p.next_run_at.isoformat()}) is more than 10 years away"
         )
     return p
 
 
+@dataclass(frozen=True)
+class FireCall:
+    """The arguments of one fire_schedule call."""
+
+    schedule_id: UUID
+    plan_times: list[datetime]
+    next_run_at: datetime
+    claim_token: UUID
+    planned_until: datetime
+    scheduler_id: str
+    keep_claim: bool
+
+    async def fire(self, client: AsyncClient) -> list[FiredTick]:
+        return await client.fire_schedule(
+            self.schedule_id,
+            self.plan_times,
+            self.next_run_at,
+            claim_token=self.claim_token,
+            planned_until=self.planned_until,
+            scheduler_id=self.scheduler_id,
+            keep_claim=self.keep_claim,
+        )
+
+
 def _fire_calls(
-    row: dict[str, Any], p: Plan, scheduler_id: str, max_ticks: int = MAX_TICKS_PER_FIRE
-) -> list[dict[str, Any]]:
+    row: ClaimedSchedule, p: Plan, scheduler_id: str, max_ticks: int = MAX_TICKS_PER_FIRE
+) -> list[FireCall]:
     """The fire_schedule calls of one plan: one, or (more ticks than one call takes) chunks of
     plan times under the same claim, every chunk but the last keeping it, planned up to its
     last plan time and due again at the next chunk's first (so a scheduler that dies between
     chunks leaves the rest to the next claimer)."""
-    per_call = max(1, max_ticks // max(1, int(row.get("scope_count") or 1)))
+    per_call = max(1, max_ticks // max(1, row.scope_count or 1))
     times = p.plan_times
-    calls: list[dict[str, Any]] = []
+    calls: list[FireCall] = []
     for start in range(0, max(len(times), 1), per_call):
         chunk = times[start : start + per_call]
         last = start + per_call >= len(times)
         calls.append(
-            {
-                "schedule_id": row["schedule_id"],
-                "plan_times": chunk,
-                "next_run_at": p.next_run_at if last else times[start + per_call],
-                "claim_token": row["claim_token"],
-                "planned_until": p.planned_until if last else chunk[-1],
-                "scheduler_id": scheduler_id,
-                "keep_claim": not last,
-            }
+            FireCall(
+                schedule_id=row.schedule_id,
+                plan_times=chunk,
+                next_run_at=p.next_run_at if last else times[start + per_call],
+                claim_token=row.claim_token,
+                planned_until=p.planned_until if last else chunk[-1],
+                scheduler_id=scheduler_id,
+                keep_claim=not last,
+            )
         )
     return calls
 
 
-def _unplannable_params(row: dict[str, Any], exc: Unplannable) -> dict[str, Any]:
-    # the claim keeps others away; pausing (with why) keeps the schedule from being claimed
-    # again every lease period, forever, firing nothing
-    log.error(
-        "schedule %s (%s) cannot be planned; pausing it (resume_schedule, or restate it with "
-        "upsert_schedule, once fixed): %s",
-        row["name"],
-        row["schedule_id"],
-        exc.reason,
-    )
-    return {"schedule_id": row["schedule_id"], "claim_token": row["claim_token"], "reason": exc.reason}
-
-
-def _account(report: PassReport, fired: Sequence[dict[str, Any]]) -> None:
+def _account(report: PassReport, fired: Sequence[FiredTick]) -> None:
     for r in fired:
-        if r["created"]:
+        if r.created:
             report.fired += 1
-            report.job_ids.append(str(r["job_id"]))
+            report.job_ids.append(str(r.job_id))
         else:
             report.duplicates += 1
 
 
-def _fire_failed(report: PassReport, row: dict[str, Any], exc: Exception) -> None:
+def _fire_failed(report: PassReport, row: ClaimedSchedule, exc: Exception) -> None:
     if isinstance(exc, LeaseLostError):
         # another scheduler took the schedule over (our claim expired), or it was paused or
         # restated: its current state is planned by whoever holds it now
         report.claims_lost += 1
-        log.info("schedule %s: claim lost (%s); dropping this plan", row["name"], exc.detail)
+        log.info("schedule %s: claim lost (%s); dropping this plan", row.name, exc.detail)
     else:
         report.errors += 1
-        log.error("schedule %s (%s): cannot fire: %s", row["name"], row["schedule_id"], exc)
+        described = exc.describe() if isinstance(exc, PgrunError) else exc
+        log.error("schedule %s (%s): cannot fire: %s", row.name, row.schedule_id, described)
 
 
-def run_once(
-    conn: psycopg.Connection[Any],
-    scheduler_id: str,
-    *,
-    max_schedules: int = DEFAULT_MAX_SCHEDULES,
-    lease_seconds: int = DEFAULT_LEASE_SECONDS,
-    max_ticks_per_fire: int = MAX_TICKS_PER_FIRE,
-) -> PassReport:
-    """One pass on ``conn`` (autocommit, or each call is committed here): claim, plan, fire
-    (a long catch-up in calls of at most ``max_ticks_per_fire`` ticks, each committed), and
-    pause, with the reason, a claimed schedule that cannot be planned."""
-    report = PassReport()
-    with conn.cursor(row_factory=dict_row) as cur:
-        try:
-            cur.execute(q.CLAIM_DUE_SCHEDULES, _claim_params(scheduler_id, max_schedules, lease_seconds))
-            rows = cur.fetchall()
-        except psycopg.Error as exc:
-            raise (translate(exc) or exc) from exc
-        finally:
-            _commit(conn)
-        report.claimed = len(rows)
-        for row in rows:
-            try:
-                p = _plan_row(row)
-            except Unplannable as exc:
-                try:
-                    cur.execute(q.PAUSE_UNPLANNABLE_SCHEDULE, _unplannable_params(row, exc))
-                except psycopg.Error as err:
-                    _rollback(conn)
-                    _fire_failed(report, row, translate(err) or err)
-                else:
-                    _commit(conn)
-                    report.paused += 1
-                continue
-            report.skipped += p.skipped
-            for params in _fire_calls(row, p, scheduler_id, max_ticks_per_fire):
-                try:
-                    cur.execute(q.FIRE_SCHEDULE, params)
-                    _account(report, cur.fetchall())
-                except psycopg.Error as exc:
-                    _rollback(conn)
-                    _fire_failed(report, row, translate(exc) or exc)
-                    break
-                _commit(conn)
-    return report
-
-
-def _commit(conn: psycopg.Connection[Any]) -> None:
-    if not conn.autocommit:
-        conn.commit()
-
-
-def _rollback(conn: psycopg.Connection[Any]) -> None:
-    if not conn.autocommit:
-        conn.rollback()
-
-
-def run_scheduler(
-    conninfo: str,
-    stop: threading.Event,
-    *,
-    scheduler_id: str | None = None,
-    poll_interval: float = 5.0,
-    max_schedules: int = DEFAULT_MAX_SCHEDULES,
-    lease_seconds: int = DEFAULT_LEASE_SECONDS,
-) -> None:
-    """Run passes every ``poll_interval`` seconds until ``stop`` is set (blocking).
-
-    A pass that comes back full runs again at once. Connection trouble is logged and retried.
-    """
-    ident = scheduler_id or default_scheduler_id()
-    log.info("scheduler %s started (poll %.1f s)", ident, poll_interval)
-    conn: psycopg.Connection[Any] | None = None
-    while not stop.is_set():
-        full = False
-        try:
-            if conn is None or conn.closed:
-                conn = psycopg.connect(conninfo, autocommit=True)
-            report = run_once(conn, ident, max_schedules=max_schedules, lease_seconds=lease_seconds)
-            full = report.claimed >= max_schedules
-            if report.fired:
-                log.info("fired %d plan time(s)", report.fired)
-        except psycopg.OperationalError as exc:
-            log.warning("scheduler pass failed (%s); reconnecting next interval", exc)
-            if conn is not None:
-                conn.close()
-            conn = None
-        except Exception:
-            log.exception("scheduler pass failed; trying again next interval")
-        if not full:
-            stop.wait(poll_interval)
-    if conn is not None:
-        conn.close()
-    log.info("scheduler %s stopped", ident)
-
-
-# -- the async loop for `pgrun worker` -----------------------------------------------------
+# -- the loop -------------------------------------------------------------------------------
 
 
 def _loop_lease_seconds(poll_interval_seconds: int) -> int:
@@ -438,9 +354,13 @@ def _loop_lease_seconds(poll_interval_seconds: int) -> int:
 
 
 class Scheduler:
-    """The scheduler as a loop of ``pgrun worker`` (see ``pgrun.runner``): one pass every
-    ``JOBS_SCHEDULE_POLL_INTERVAL_SECONDS``, on the worker's pool. Before its first pass it
-    upserts the schedules declared in code (``@app.periodic``)."""
+    """The scheduler loop: one pass every ``JOBS_SCHEDULE_POLL_INTERVAL_SECONDS`` (a pass
+    that comes back full runs again at once), on the client's pool. Before its first pass it
+    upserts the schedules declared in code (``@app.periodic``). A failed pass (the database
+    unreachable, say) is logged and tried again next interval.
+
+    ``scheduler_id`` (default ``<worker id>:scheduler``) and ``lease_seconds`` (default: two
+    poll intervals, 60..3600 s) are what ``claim_due_schedules`` is given."""
 
     name = "scheduler"
 
@@ -452,14 +372,16 @@ class Scheduler:
         declared: Sequence[ScheduleDeclaration] = (),
         max_schedules: int = DEFAULT_MAX_SCHEDULES,
         max_ticks_per_fire: int = MAX_TICKS_PER_FIRE,
+        scheduler_id: str | None = None,
+        lease_seconds: int | None = None,
     ) -> None:
         self.client = client
         self.config = config
         self.declared = list(declared)
         self.max_schedules = max_schedules
         self.max_ticks_per_fire = max_ticks_per_fire
-        self.scheduler_id = f"{config.worker_id}:scheduler"
-        self.lease_seconds = _loop_lease_seconds(config.schedule_poll_interval_seconds)
+        self.scheduler_id = scheduler_id or f"{config.worker_id}:scheduler"
+        self.lease_seconds = lease_seconds or _loop_lease_seconds(config.schedule_poll_interval_seconds)
 
     async def run(self, stop: asyncio.Event) -> None:
         declared_done = not self.declared
@@ -482,50 +404,57 @@ class Scheduler:
     async def upsert_declared(self) -> None:
         """Upsert every declared schedule; one the database refuses is logged and left out
         (the others, and the schedules already stored, are planned as usual)."""
-        async with self.client.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-            for d in self.declared:
-                try:
-                    await cur.execute(q.UPSERT_SCHEDULE, d.params())
-                except psycopg.Error as exc:
-                    if translate(exc) is None:
-                        raise
-                    log.error("schedule %s: not upserted: %s", d.name, translate(exc))
-                    continue
-                row = await cur.fetchone()
-                if row is not None and row["changed"]:
-                    log.info("schedule %s %s", d.name, "created" if row["created"] else "updated")
+        for d in self.declared:
+            try:
+                row = await self.client.upsert_schedule(**d.arguments())
+            except PgrunError as exc:
+                log.error("schedule %s: not upserted: %s", d.name, exc.describe())
+                continue
+            if row.changed:
+                log.info("schedule %s %s", d.name, "created" if row.created else "updated")
 
     async def run_once(self) -> PassReport:
+        """One pass: claim, plan, fire (a long catch-up in calls of at most
+        ``max_ticks_per_fire`` ticks), and pause, with the reason, a claimed schedule that
+        cannot be planned."""
         report = PassReport()
-        async with self.client.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-            await cur.execute(
-                q.CLAIM_DUE_SCHEDULES,
-                _claim_params(self.scheduler_id, self.max_schedules, self.lease_seconds),
-            )
-            rows = await cur.fetchall()
-            report.claimed = len(rows)
-            for row in rows:
+        rows = await self.client.claim_due_schedules(
+            self.scheduler_id, max_schedules=self.max_schedules, lease_seconds=self.lease_seconds
+        )
+        report.claimed = len(rows)
+        for row in rows:
+            try:
+                p = _plan_row(row)
+            except Unplannable as exc:
+                await self._pause_unplannable(report, row, exc)
+                continue
+            report.skipped += p.skipped
+            for call in _fire_calls(row, p, self.scheduler_id, self.max_ticks_per_fire):
                 try:
-                    p = _plan_row(row)
-                except Unplannable as exc:
-                    try:
-                        await cur.execute(q.PAUSE_UNPLANNABLE_SCHEDULE, _unplannable_params(row, exc))
-                    except psycopg.Error as err:
-                        _fire_failed(report, row, translate(err) or err)
-                    else:
-                        report.paused += 1
-                    continue
-                report.skipped += p.skipped
-                for params in _fire_calls(row, p, self.scheduler_id, self.max_ticks_per_fire):
-                    try:
-                        await cur.execute(q.FIRE_SCHEDULE, params)
-                        _account(report, await cur.fetchall())
-                    except psycopg.Error as exc:
-                        _fire_failed(report, row, translate(exc) or exc)
-                        break
+                    _account(report, await call.fire(self.client))
+                except (PgrunError, psycopg.Error) as exc:
+                    _fire_failed(report, row, exc)
+                    break
         if report.fired:
             log.info("fired %d plan time(s)", report.fired)
         return report
+
+    async def _pause_unplannable(self, report: PassReport, row: ClaimedSchedule, exc: Unplannable) -> None:
+        # the claim keeps others away; pausing (with why) keeps the schedule from being claimed
+        # again every lease period, forever, firing nothing
+        log.error(
+            "schedule %s (%s) cannot be planned; pausing it (resume_schedule, or restate it with "
+            "upsert_schedule, once fixed): %s",
+            row.name,
+            row.schedule_id,
+            exc.reason,
+        )
+        try:
+            await self.client.pause_unplannable_schedule(row.schedule_id, row.claim_token, exc.reason)
+        except (PgrunError, psycopg.Error) as err:
+            _fire_failed(report, row, err)
+        else:
+            report.paused += 1
 
 
 def loop_factory(declared: list[ScheduleDeclaration]) -> LoopFactory:
@@ -538,12 +467,15 @@ def loop_factory(declared: list[ScheduleDeclaration]) -> LoopFactory:
     return build
 
 
-# -- declarations and helpers -------------------------------------------------------------
+# -- declarations ---------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class ScheduleDeclaration:
-    """A schedule declared in code (``@app.periodic``), upserted when the scheduler starts."""
+    """A schedule declared in code (``@app.periodic``), upserted when the scheduler starts.
+
+    The fields are ``Client.upsert_schedule``'s arguments; the cron expression and the time
+    zone are checked with croniter when the declaration is made (``validate_cron``)."""
 
     name: str
     cron: str
@@ -569,87 +501,79 @@ class ScheduleDeclaration:
         if trap is not None:
             log.warning("schedule %r: %s", self.name, trap)
 
-    def params(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "cron": self.cron,
-            "job_type": self.job_type,
-            "payload": Jsonb(self.payload),
-            "timezone": self.timezone,
-            "queue": self.queue,
-            "priority": self.priority,
-            "catch_up": self.catch_up,
-            "backfill_limit": self.backfill_limit,
-            "enabled": self.enabled,
-            "organization_id": self.organization_id,
-            "max_attempts": self.max_attempts,
-            "timeout_seconds": self.timeout_seconds,
-            "misfire_grace_seconds": self.misfire_grace_seconds,
-            "scope_kind": self.scope_kind,
-            "scopes": list(self.scopes) if self.scopes is not None else None,
-            "forbid_stale_reentry": self.forbid_stale_reentry,
-        }
+    def arguments(self) -> dict[str, Any]:
+        """The keyword arguments of ``Client.upsert_schedule`` / ``AsyncClient.upsert_schedule``."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
-def upsert_schedule(conn: psycopg.Connection[Any], declaration: ScheduleDeclaration) -> dict[str, Any]:
-    """Validate with croniter (done when the declaration was built), then ``upsert_schedule``."""
-    with conn.cursor(row_factory=dict_row) as cur:
-        try:
-            cur.execute(q.UPSERT_SCHEDULE, declaration.params())
-            row = cur.fetchone()
-        except psycopg.Error as exc:
-            raise (translate(exc) or exc) from exc
-    _commit(conn)
-    assert row is not None
-    return row
+# -- running it alone: python -m pgrun.scheduler ----------------------------------------------
 
 
-def list_schedules(conn: psycopg.Connection[Any], organization_id: str | None = None) -> list[dict[str, Any]]:
-    """Every schedule the connection's role may see, by organization then name: all pages of
-    ``pgrun.list_schedules`` (which pages by schedule id, at most 1000 rows a call)."""
-    rows: list[dict[str, Any]] = []
-    after_id = None
-    with conn.cursor(row_factory=dict_row) as cur:
-        while True:
-            params = {"organization_id": organization_id, "after_id": after_id, "max_rows": MAX_LIST_ROWS}
-            try:
-                cur.execute(q.LIST_SCHEDULES, params)
-                page = cur.fetchall()
-            except psycopg.Error as exc:
-                raise (translate(exc) or exc) from exc
-            rows.extend(page)
-            if len(page) < MAX_LIST_ROWS:
-                break
-            after_id = page[-1]["schedule_id"]
-    _commit(conn)
-    rows.sort(key=lambda r: (r["organization_id"] is not None, str(r["organization_id"] or ""), r["name"]))
-    return rows
+async def serve(
+    config: Config, *, scheduler_id: str | None = None, stop: asyncio.Event | None = None
+) -> None:
+    """Run the loop alone on a small pool of its own until ``stop`` is set (SIGTERM and SIGINT
+    set it). A database that cannot be reached is retried every poll interval."""
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    pool = AsyncConnectionPool(
+        config.database_url,
+        min_size=1,
+        max_size=2,
+        kwargs={"autocommit": True},
+        configure=configure_async_connection,
+        timeout=10,
+        open=False,
+    )
+    await pool.open(wait=False)
+    scheduler = Scheduler(AsyncClient(pool), config, scheduler_id=scheduler_id)
+    log.info(
+        "scheduler %s started (poll %d s)", scheduler.scheduler_id, config.schedule_poll_interval_seconds
+    )
+    try:
+        await scheduler.run(stop)
+    finally:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(signum)
+        await pool.close()
+    log.info("scheduler %s stopped", scheduler.scheduler_id)
 
 
-# -- python -m pgrun.scheduler --------------------------------------------------------------
+def run_scheduler(config: Config, *, scheduler_id: str | None = None) -> None:
+    """Blocking: ``asyncio.run`` over ``serve`` until SIGTERM / SIGINT."""
+    asyncio.run(serve(config, scheduler_id=scheduler_id))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m pgrun.scheduler", description="Run the pgrun cron scheduler until SIGTERM/SIGINT."
+        prog="python -m pgrun.scheduler",
+        description="Run the pgrun cron scheduler alone until SIGTERM/SIGINT. Configuration: "
+        "DATABASE_URL and JOBS_SCHEDULE_POLL_INTERVAL_SECONDS (docs/python.md).",
     )
-    parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL", ""))
+    parser.add_argument("--database-url", default=None, help="defaults to $DATABASE_URL")
     parser.add_argument(
         "--poll-interval",
         type=float,
-        default=float(os.environ.get("JOBS_SCHEDULE_POLL_INTERVAL_SECONDS", "5") or 5),
+        default=None,
+        help="seconds between passes (1..3600; overrides JOBS_SCHEDULE_POLL_INTERVAL_SECONDS)",
     )
-    parser.add_argument("--scheduler-id", default=None)
+    parser.add_argument("--scheduler-id", default=None, help="default: scheduler-<host>-<pid>")
     args = parser.parse_args(argv)
-    if not args.database_url:
-        parser.error("DATABASE_URL is not set")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
-    run_scheduler(
-        args.database_url, stop, scheduler_id=args.scheduler_id, poll_interval=max(1.0, args.poll_interval)
-    )
+    overrides: dict[str, object] = {}
+    if args.database_url:
+        overrides["database_url"] = args.database_url
+    if args.poll_interval is not None:
+        if not math.isfinite(args.poll_interval):
+            parser.error("--poll-interval must be a number of seconds")
+        # whole seconds, as the configuration takes them; out of range is clamped with a warning
+        overrides["schedule_poll_interval_seconds"] = math.ceil(args.poll_interval)
+    config = from_env().with_overrides(**overrides)
+    if not config.database_url:
+        parser.error("DATABASE_URL is not set")
+    run_scheduler(config, scheduler_id=args.scheduler_id or default_scheduler_id())
     return 0
 
 
