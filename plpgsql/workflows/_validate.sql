@@ -10,11 +10,19 @@
 -- reuse them, and count towards the step limit. NULL checks the steps on their own
 -- (dependencies outside the array are then not checked). Cycles: see _acyclic.sql.
 --
--- Order of checks, the first failure raises: the array, the step count, each step in
--- array order (shape, key, kind, job template, payload), each job step's placement in
--- array order (organization_id, delay, run_at: pgrun._workflow_step_placement_problem),
--- duplicate keys, the dependency count, each dependency in order (shape, release mode,
--- self-edge, unknown step), duplicate dependencies, cycles.
+-- The checks are the private functions below, called in this order; the first failure
+-- raises, so a spec with several faults always reports the same one:
+--   1. _workflow_check_step_array: the array, the step count;
+--   2. _workflow_check_step_fields: each step in array order (shape, key, kind, job
+--      template, payload), then (through _workflow_check_step_placement) each job step's
+--      placement in array order (organization_id, delay, run_at), then each step's
+--      depends_on is an array, in array order;
+--   3. _workflow_check_step_keys: duplicate keys;
+--   4. _workflow_check_dependencies: the dependency count, each dependency in order
+--      (shape, release mode, self-edge, unknown step);
+--   5. _workflow_normalize_steps: duplicate dependencies, and the normal form;
+--   6. _workflow_check_acyclic (_acyclic.sql): cycles.
+-- Each is one set-based statement over the array (or a few), never a loop over steps.
 --
 -- Placement (job steps only; an external step carrying one is
 -- workflow.external_step_with_job_template): organization_id a uuid other than the nil
@@ -26,9 +34,10 @@
 -- YYYY-MM-DDTHH:MI:SS.USZ, delay as the number given), so a snapshot stored before they
 -- existed still equals the normal form of the same request.
 --
--- Limits (constants below): 10,000 steps per run, 100,000 dependencies per call, keys of
--- at most 128 characters, a step payload of at most 1 MiB (as for jobs) nested at most 100
--- levels (pgrun._json_depth_ok; deeper is workflow.invalid_step).
+-- Limits (constants in the function that checks each): 10,000 steps per run, 100,000
+-- dependencies per call, keys of at most 128 characters, a step payload of at most 1 MiB
+-- (as for jobs) nested at most 100 levels (pgrun._json_depth_ok; deeper is
+-- workflow.invalid_step).
 --
 -- Locks: none. Errors (RQ003): workflow.invalid_spec, workflow.too_many_steps,
 -- workflow.invalid_step, workflow.invalid_step_key, workflow.missing_job_type,
@@ -44,35 +53,35 @@ LANGUAGE plpgsql
 STABLE
 AS $$
 DECLARE
-    c_max_steps CONSTANT integer := 10000;
-    c_max_dependencies CONSTANT integer := 100000;
-    c_max_key_length CONSTANT integer := 128;
-    c_max_payload_bytes CONSTANT integer := 1048576;
-    c_step_fields CONSTANT text[] := ARRAY[
-        'key', 'kind', 'job_type', 'payload', 'queue', 'priority', 'max_attempts', 'timeout_seconds',
-        'organization_id', 'delay', 'run_at', 'depends_on'
-    ];
-    c_template_fields CONSTANT text[] := ARRAY[
-        'job_type', 'payload', 'queue', 'priority', 'max_attempts', 'timeout_seconds',
-        'organization_id', 'delay', 'run_at'
-    ];
-    c_placement_fields CONSTANT text[] := ARRAY['organization_id', 'delay', 'run_at'];
-    -- NULL existing keys: check the steps on their own (append's idempotency snapshot);
-    -- dependencies on keys outside the steps are then not checked
-    v_check_run boolean := p_existing_keys IS NOT NULL;
-    v_existing text[] := coalesce(p_existing_keys, '{}');
-    v_unknown text[] := '{}'::text[];
-    v_count integer;
-    v_edges integer;
-    v_ord integer;
-    v_code text;
-    v_step jsonb;
-    v_dep jsonb;
-    v_key text;
-    v_dep_key text;
-    v_detail text;
-    v_hint text;
     v_norm jsonb;
+BEGIN
+    PERFORM pgrun._workflow_check_step_array(p_steps, coalesce(cardinality(p_existing_keys), 0));
+    PERFORM pgrun._workflow_check_step_fields(p_steps);
+    PERFORM pgrun._workflow_check_step_keys(p_steps, coalesce(p_existing_keys, '{}'));
+    PERFORM pgrun._workflow_check_dependencies(p_steps, p_existing_keys);
+    v_norm := pgrun._workflow_normalize_steps(p_steps);
+    PERFORM pgrun._workflow_check_acyclic(v_norm);
+    RETURN v_norm;
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._workflow_check_steps(jsonb, text[]) FROM public;
+
+COMMENT ON FUNCTION pgrun._workflow_check_steps(jsonb, text[]) IS
+'Private: validate workflow steps (raising the first error) and return them in normal form, sorted by key.';
+
+-- Check 1 of _workflow_check_steps: steps is a non-empty JSON array, and with the
+-- existing_count steps the run already has (0 for a new run) it makes at most 10,000.
+--
+-- Locks: none. Errors (RQ003): workflow.invalid_spec, workflow.too_many_steps.
+CREATE OR REPLACE FUNCTION pgrun._workflow_check_step_array(p_steps jsonb, p_existing_count integer)
+RETURNS void
+LANGUAGE plpgsql
+STABLE
+AS $$
+DECLARE
+    c_max_steps CONSTANT integer := 10000;
+    v_count integer;
 BEGIN
     IF p_steps IS NULL OR jsonb_typeof(p_steps) <> 'array' OR jsonb_array_length(p_steps) = 0 THEN
         RAISE EXCEPTION 'workflow.invalid_spec' USING
@@ -85,20 +94,61 @@ BEGIN
             HINT = 'Pass "steps": [{"key": "...", "job_type": "..."}, ...] (docs/workflows.md).';
     END IF;
     v_count := jsonb_array_length(p_steps);
-    IF v_count + cardinality(v_existing) > c_max_steps THEN
+    IF v_count + p_existing_count > c_max_steps THEN
         RAISE EXCEPTION 'workflow.too_many_steps' USING
             ERRCODE = 'RQ003',
             DETAIL = format(
                 '%s steps%s; a run has at most %s',
                 v_count,
-                CASE WHEN cardinality(v_existing) > 0
-                    THEN format(' added to the %s the run has', cardinality(v_existing)) ELSE '' END,
+                CASE WHEN p_existing_count > 0
+                    THEN format(' added to the %s the run has', p_existing_count) ELSE '' END,
                 c_max_steps
             ),
             HINT = 'Split the work into several runs, or batch small units into one step.';
     END IF;
+END;
+$$;
 
-    -- 1. Each step on its own, in array order.
+REVOKE EXECUTE ON FUNCTION pgrun._workflow_check_step_array(jsonb, integer) FROM public;
+
+COMMENT ON FUNCTION pgrun._workflow_check_step_array(jsonb, integer) IS
+'Private: raise when workflow steps are not a non-empty array or make a run of more than 10,000 steps.';
+
+-- Check 2 of _workflow_check_steps: each step on its own, in array order: an object with
+-- known fields only, its key (a non-empty string of at most 128 characters without
+-- surrounding blanks), its kind ("job" or "external"; an external step carries no job
+-- template field), then for a job step its job_type (present and well-formed, as the
+-- jobs CHECK constraint says), payload (an object of at most 1 MiB nested at most 100
+-- levels, without a top-level "dependencies" key), queue, priority (0..32767),
+-- max_attempts (1..1000) and timeout_seconds (1..2^31-1). Once every step passed those,
+-- the placement of each job step (pgrun._workflow_check_step_placement), then each step's
+-- depends_on: an array, absent or null, before check 4 reads its entries. The first step
+-- that breaks a rule is reported by pgrun._workflow_raise_invalid_step
+-- (_validate_step_error.sql), which is handed the field lists and limits stated here.
+--
+-- Locks: none. Errors (RQ003): workflow.invalid_step, workflow.invalid_step_key,
+-- workflow.external_step_with_job_template, workflow.missing_job_type,
+-- workflow.payload_too_large, workflow.reserved_payload_key, workflow.invalid_dependency.
+CREATE OR REPLACE FUNCTION pgrun._workflow_check_step_fields(p_steps jsonb)
+RETURNS void
+LANGUAGE plpgsql
+STABLE
+AS $$
+DECLARE
+    c_max_key_length CONSTANT integer := 128;
+    c_max_payload_bytes CONSTANT integer := 1048576;
+    c_step_fields CONSTANT text[] := ARRAY[
+        'key', 'kind', 'job_type', 'payload', 'queue', 'priority', 'max_attempts', 'timeout_seconds',
+        'organization_id', 'delay', 'run_at', 'depends_on'
+    ];
+    c_template_fields CONSTANT text[] := ARRAY[
+        'job_type', 'payload', 'queue', 'priority', 'max_attempts', 'timeout_seconds',
+        'organization_id', 'delay', 'run_at'
+    ];
+    v_ord integer;
+    v_code text;
+    v_step jsonb;
+BEGIN
     SELECT c.ord, c.code, c.step INTO v_ord, v_code, v_step
     FROM (
         SELECT
@@ -167,27 +217,9 @@ BEGIN
     ORDER BY c.ord
     LIMIT 1;
 
-    -- Placement of each job step (only steps that name one of its keys pay for the check).
     IF v_code IS NULL THEN
-        SELECT e.ord::integer, e.step, p.problem INTO v_ord, v_step, v_detail
-        FROM jsonb_array_elements(p_steps) WITH ORDINALITY AS e (step, ord)
-        CROSS JOIN LATERAL (SELECT pgrun._workflow_step_placement_problem(e.step) AS problem) AS p
-        WHERE e.step ?| c_placement_fields AND p.problem IS NOT NULL
-        ORDER BY e.ord
-        LIMIT 1;
-        IF v_detail IS NOT NULL THEN
-            RAISE EXCEPTION 'workflow.invalid_step' USING
-                ERRCODE = 'RQ003',
-                DETAIL = format(
-                    'step %s (%s): %s', v_ord, pgrun._clip(v_step ->> 'key', 200), v_detail
-                ),
-                HINT = 'A job step may name organization_id (a uuid), and delay (seconds, 0 to 100 years) '
-                    'or run_at (a timestamp no later than 100 years from now), not both.';
-        END IF;
-    END IF;
-
-    -- depends_on must be an array (or absent / null) before it can be read
-    IF v_code IS NULL THEN
+        PERFORM pgrun._workflow_check_step_placement(p_steps);
+        -- depends_on must be an array (or absent / null) before it can be read
         SELECT e.ord::integer, 'workflow.invalid_dependency', e.step INTO v_ord, v_code, v_step
         FROM jsonb_array_elements(p_steps) WITH ORDINALITY AS e (step, ord)
         WHERE coalesce(jsonb_typeof(e.step -> 'depends_on'), 'null') NOT IN ('null', 'array')
@@ -200,14 +232,72 @@ BEGIN
             v_code, v_ord, v_step, c_step_fields, c_template_fields, c_max_key_length, c_max_payload_bytes
         );
     END IF;
+END;
+$$;
 
-    -- 2. Keys are unique, among the new steps and against the run's steps.
+REVOKE EXECUTE ON FUNCTION pgrun._workflow_check_step_fields(jsonb) FROM public;
+
+COMMENT ON FUNCTION pgrun._workflow_check_step_fields(jsonb) IS
+'Private: raise the error of the first workflow step (in array order) with a bad field, placement or depends_on.';
+
+-- Part of check 2 of _workflow_check_steps (called by _workflow_check_step_fields once
+-- every step's fields passed, so every step is an object with a valid key and only job
+-- steps carry these keys): the placement keys (organization_id, delay, run_at) of each
+-- step, in array order, by pgrun._workflow_step_placement_problem; only steps that name one
+-- of the keys pay for the check. DETAIL names the step (position and key) and the field.
+--
+-- Locks: none. Errors (RQ003): workflow.invalid_step.
+CREATE OR REPLACE FUNCTION pgrun._workflow_check_step_placement(p_steps jsonb)
+RETURNS void
+LANGUAGE plpgsql
+STABLE
+AS $$
+DECLARE
+    c_placement_fields CONSTANT text[] := ARRAY['organization_id', 'delay', 'run_at'];
+    v_ord integer;
+    v_step jsonb;
+    v_problem text;
+BEGIN
+    SELECT e.ord::integer, e.step, p.problem INTO v_ord, v_step, v_problem
+    FROM jsonb_array_elements(p_steps) WITH ORDINALITY AS e (step, ord)
+    CROSS JOIN LATERAL (SELECT pgrun._workflow_step_placement_problem(e.step) AS problem) AS p
+    WHERE e.step ?| c_placement_fields AND p.problem IS NOT NULL
+    ORDER BY e.ord
+    LIMIT 1;
+    IF v_problem IS NOT NULL THEN
+        RAISE EXCEPTION 'workflow.invalid_step' USING
+            ERRCODE = 'RQ003',
+            DETAIL = format('step %s (%s): %s', v_ord, pgrun._clip(v_step ->> 'key', 200), v_problem),
+            HINT = 'A job step may name organization_id (a uuid), and delay (seconds, 0 to 100 years) '
+                'or run_at (a timestamp no later than 100 years from now), not both.';
+    END IF;
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._workflow_check_step_placement(jsonb) FROM public;
+
+COMMENT ON FUNCTION pgrun._workflow_check_step_placement(jsonb) IS
+'Private: raise workflow.invalid_step for the first step (in array order) with a bad organization_id, delay or run_at.';
+
+-- Check 3 of _workflow_check_steps: keys are unique among the steps and against the run's
+-- existing keys ('{}' for a new run); the smallest repeated key is reported, saying when
+-- the run already has it.
+--
+-- Locks: none. Errors (RQ003): workflow.duplicate_step_key.
+CREATE OR REPLACE FUNCTION pgrun._workflow_check_step_keys(p_steps jsonb, p_existing_keys text[])
+RETURNS void
+LANGUAGE plpgsql
+STABLE
+AS $$
+DECLARE
+    v_key text;
+BEGIN
     SELECT k.key INTO v_key
     FROM (
         SELECT e.step ->> 'key' AS key
         FROM jsonb_array_elements(p_steps) AS e (step)
         UNION ALL
-        SELECT x.key FROM unnest(v_existing) AS x (key)
+        SELECT x.key FROM unnest(p_existing_keys) AS x (key)
     ) AS k
     GROUP BY k.key
     HAVING count(*) > 1
@@ -218,12 +308,46 @@ BEGIN
             ERRCODE = 'RQ003',
             DETAIL = format(
                 'step key %L is used more than once%s', v_key,
-                CASE WHEN v_key = ANY (v_existing) THEN ' (the run already has a step with this key)' ELSE '' END
+                CASE WHEN v_key = ANY (p_existing_keys)
+                    THEN ' (the run already has a step with this key)' ELSE '' END
             ),
             HINT = 'Step keys are unique within a run.';
     END IF;
+END;
+$$;
 
-    -- 3. Dependencies.
+REVOKE EXECUTE ON FUNCTION pgrun._workflow_check_step_keys(jsonb, text[]) FROM public;
+
+COMMENT ON FUNCTION pgrun._workflow_check_step_keys(jsonb, text[]) IS
+'Private: raise workflow.duplicate_step_key when two steps, or a step and the run, share a key.';
+
+-- Check 4 of _workflow_check_steps: the dependencies. At most 100,000 in one call; then
+-- each entry, by step and entry position: a step key or {"step": key, "release_mode":
+-- mode} (nothing else), a release mode of on_success or on_terminal, not the step itself,
+-- and a key of the steps or of the run's existing_keys. The unknown keys are found first
+-- as one set difference (no per-edge lookups); with NULL existing_keys (the steps checked
+-- on their own) that part is skipped. Check 2 made every depends_on an array or absent.
+--
+-- Locks: none. Errors (RQ003): workflow.too_many_dependencies,
+-- workflow.invalid_dependency, workflow.invalid_release_mode, workflow.self_dependency,
+-- workflow.unknown_dependency.
+CREATE OR REPLACE FUNCTION pgrun._workflow_check_dependencies(p_steps jsonb, p_existing_keys text[])
+RETURNS void
+LANGUAGE plpgsql
+STABLE
+AS $$
+DECLARE
+    c_max_dependencies CONSTANT integer := 100000;
+    v_existing text[] := coalesce(p_existing_keys, '{}');
+    v_unknown text[] := '{}'::text[];
+    v_edges integer;
+    v_code text;
+    v_key text;
+    v_dep jsonb;
+    v_dep_key text;
+    v_detail text;
+    v_hint text;
+BEGIN
     SELECT coalesce(sum(jsonb_array_length(e.step -> 'depends_on')), 0)::integer INTO v_edges
     FROM jsonb_array_elements(p_steps) AS e (step)
     WHERE jsonb_typeof(e.step -> 'depends_on') = 'array';
@@ -235,7 +359,7 @@ BEGIN
     END IF;
 
     -- Prerequisite keys that name no step, as a set difference (no per-edge lookups).
-    IF v_check_run THEN
+    IF p_existing_keys IS NOT NULL THEN
         SELECT coalesce(array_agg(u.key), '{}') INTO v_unknown
         FROM (
             SELECT CASE jsonb_typeof(x.dep) WHEN 'string' THEN x.dep #>> '{}' WHEN 'object' THEN x.dep ->> 'step' END
@@ -251,7 +375,6 @@ BEGIN
         WHERE u.key IS NOT NULL;
     END IF;
 
-    v_code := NULL;
     WITH d AS (
         SELECT
             e.step ->> 'key' AS key,
@@ -321,8 +444,31 @@ BEGIN
         END;
         RAISE EXCEPTION USING MESSAGE = v_code, ERRCODE = 'RQ003', DETAIL = v_detail, HINT = v_hint;
     END IF;
+END;
+$$;
 
-    -- 4. Normal form (also finds duplicate dependencies).
+REVOKE EXECUTE ON FUNCTION pgrun._workflow_check_dependencies(jsonb, text[]) FROM public;
+
+COMMENT ON FUNCTION pgrun._workflow_check_dependencies(jsonb, text[]) IS
+'Private: raise the error of the first bad workflow dependency (too many, malformed, bad release_mode, self, unknown).';
+
+-- Check 5 of _workflow_check_steps: the steps (checks 1 to 4 passed) in normal form, as
+-- _workflow_check_steps returns them; on the way it finds a step that lists the same
+-- prerequisite twice (the smallest such pair of keys is reported). The placement keys
+-- enter the form only when given, so only steps that name one pay for them.
+--
+-- Locks: none. Errors (RQ003): workflow.duplicate_dependency.
+CREATE OR REPLACE FUNCTION pgrun._workflow_normalize_steps(p_steps jsonb)
+RETURNS jsonb
+LANGUAGE plpgsql
+STABLE
+AS $$
+DECLARE
+    -- the keys of pgrun._workflow_check_step_placement
+    c_placement_fields CONSTANT text[] := ARRAY['organization_id', 'delay', 'run_at'];
+    v_detail text;
+    v_norm jsonb;
+BEGIN
     WITH steps AS (
         SELECT
             e.step ->> 'key' AS key,
@@ -397,17 +543,14 @@ BEGIN
             DETAIL = v_detail,
             HINT = 'List each prerequisite once, with the release_mode you mean.';
     END IF;
-
-    -- 5. Cycles among the new steps.
-    PERFORM pgrun._workflow_check_acyclic(v_norm);
     RETURN v_norm;
 END;
 $$;
 
-REVOKE EXECUTE ON FUNCTION pgrun._workflow_check_steps(jsonb, text[]) FROM public;
+REVOKE EXECUTE ON FUNCTION pgrun._workflow_normalize_steps(jsonb) FROM public;
 
-COMMENT ON FUNCTION pgrun._workflow_check_steps(jsonb, text[]) IS
-'Private: validate workflow steps (raising the first error) and return them in normal form, sorted by key.';
+COMMENT ON FUNCTION pgrun._workflow_normalize_steps(jsonb) IS
+'Private: checked workflow steps in normal form (sorted by key); raises workflow.duplicate_dependency.';
 
 -- The placement keys of one step (organization_id, delay, run_at) against their rules, in
 -- that order: NULL when they keep them, else what is wrong, for workflow.invalid_step's

@@ -1,7 +1,7 @@
 -- pgrun._workflow_raise_invalid_step: the error for the first step that
--- pgrun._workflow_check_steps (_validate.sql) found malformed, with a DETAIL naming the
--- step (1-based position and key) and what is wrong, and a HINT. The caller passes its
--- limits so they are stated in one place.
+-- pgrun._workflow_check_step_fields (_validate.sql, check 2 of _workflow_check_steps) found
+-- malformed, with a DETAIL naming the step (1-based position and key) and what is wrong,
+-- and a HINT. The caller passes its field lists and limits so they are stated in one place.
 --
 -- Locks: none. Errors: always raises p_code (RQ003): workflow.invalid_step,
 -- workflow.invalid_step_key, workflow.external_step_with_job_template,
