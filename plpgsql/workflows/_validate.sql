@@ -243,8 +243,9 @@ COMMENT ON FUNCTION pgrun._workflow_check_step_fields(jsonb) IS
 -- Part of check 2 of _workflow_check_steps (called by _workflow_check_step_fields once
 -- every step's fields passed, so every step is an object with a valid key and only job
 -- steps carry these keys): the placement keys (organization_id, delay, run_at) of each
--- step, in array order, by pgrun._workflow_step_placement_problem; only steps that name one
--- of the keys pay for the check. DETAIL names the step (position and key) and the field.
+-- step, in array order, by pgrun._workflow_describe_placement_problem; only steps that
+-- name one of the keys pay for the check. DETAIL names the step (position and key) and
+-- the field.
 --
 -- Locks: none. Errors (RQ003): workflow.invalid_step.
 CREATE OR REPLACE FUNCTION pgrun._workflow_check_step_placement(p_steps jsonb)
@@ -260,7 +261,7 @@ DECLARE
 BEGIN
     SELECT e.ord::integer, e.step, p.problem INTO v_ord, v_step, v_problem
     FROM jsonb_array_elements(p_steps) WITH ORDINALITY AS e (step, ord)
-    CROSS JOIN LATERAL (SELECT pgrun._workflow_step_placement_problem(e.step) AS problem) AS p
+    CROSS JOIN LATERAL (SELECT pgrun._workflow_describe_placement_problem(e.step) AS problem) AS p
     WHERE e.step ?| c_placement_fields AND p.problem IS NOT NULL
     ORDER BY e.ord
     LIMIT 1;
@@ -556,7 +557,7 @@ COMMENT ON FUNCTION pgrun._workflow_normalize_steps(jsonb) IS
 -- that order: NULL when they keep them, else what is wrong, for workflow.invalid_step's
 -- DETAIL. A string run_at is parsed here (pgrun._workflow_parse_time), so a value
 -- PostgreSQL cannot read is this error, never a raw 22007.
-CREATE OR REPLACE FUNCTION pgrun._workflow_step_placement_problem(p_step jsonb)
+CREATE OR REPLACE FUNCTION pgrun._workflow_describe_placement_problem(p_step jsonb)
 RETURNS text
 LANGUAGE plpgsql
 STABLE
@@ -601,9 +602,9 @@ BEGIN
 END;
 $$;
 
-REVOKE EXECUTE ON FUNCTION pgrun._workflow_step_placement_problem(jsonb) FROM public;
+REVOKE EXECUTE ON FUNCTION pgrun._workflow_describe_placement_problem(jsonb) FROM public;
 
-COMMENT ON FUNCTION pgrun._workflow_step_placement_problem(jsonb) IS
+COMMENT ON FUNCTION pgrun._workflow_describe_placement_problem(jsonb) IS
 'Private: what is wrong with a workflow step''s organization_id, delay or run_at, or NULL.';
 
 -- A timestamp string as timestamptz, or NULL when PostgreSQL cannot read it (or it is longer

@@ -100,7 +100,7 @@ BEGIN
                         'mutation_key %L of workflow run %s already names mutation %s, made with a different '
                         'request (differs in: %s)',
                         append_workflow_steps.mutation_key, append_workflow_steps.run_id, v_mutation.id,
-                        pgrun._workflow_request_diff(v_mutation.request, v_request)
+                        pgrun._workflow_diff_requests(v_mutation.request, v_request)
                     ),
                     HINT = 'Resend the original steps unchanged, or use a new mutation_key for different steps.';
             END IF;

@@ -195,7 +195,7 @@ BEGIN
                     'the idempotency key already names workflow run %s, enqueued with a different request '
                     '(differs in: %s)',
                     v_existing_id,
-                    pgrun._workflow_request_diff(v_existing_request, v_request)
+                    pgrun._workflow_diff_requests(v_existing_request, v_request)
                 ),
                 HINT = 'Resend the original request unchanged, or use a new idempotency key for a '
                     'different request.';
@@ -295,7 +295,7 @@ COMMENT ON FUNCTION pgrun._workflow_insert_steps(uuid, jsonb, uuid) IS
 
 -- For a conflict's DETAIL: which parts of two canonical requests differ ("name",
 -- "metadata", "step fetch", "step fetch (only in the stored request)", ...), at most 10.
-CREATE OR REPLACE FUNCTION pgrun._workflow_request_diff(p_stored jsonb, p_new jsonb)
+CREATE OR REPLACE FUNCTION pgrun._workflow_diff_requests(p_stored jsonb, p_new jsonb)
 RETURNS text
 LANGUAGE sql
 IMMUTABLE
@@ -332,7 +332,7 @@ AS $$
     ) AS d
 $$;
 
-REVOKE EXECUTE ON FUNCTION pgrun._workflow_request_diff(jsonb, jsonb) FROM public;
+REVOKE EXECUTE ON FUNCTION pgrun._workflow_diff_requests(jsonb, jsonb) FROM public;
 
-COMMENT ON FUNCTION pgrun._workflow_request_diff(jsonb, jsonb) IS
+COMMENT ON FUNCTION pgrun._workflow_diff_requests(jsonb, jsonb) IS
 'Private: which parts of two canonical workflow requests differ, for a conflict''s DETAIL.';
