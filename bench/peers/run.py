@@ -1,15 +1,20 @@
-"""Side by side with the peers: pgrun, pgqueuer and procrastinate on one server, in one run.
+"""Side by side with the peers: pgrun, pgqueuer, procrastinate, graphile-worker on one server, in one run.
 
 Every contestant is a script in this folder that gets a fresh, empty database, installs its own
 schema its own way, runs one workload and prints a JSON line (see _common.py for the
 workloads). The pgrun contestants run on the project's interpreter; pgqueuer and procrastinate
 run in their own venv (bench/peers/.venv-peers), which this script creates and fills from PyPI
-with the latest releases (`--no-upgrade` reuses what is there).
+with the latest releases (`--no-upgrade` reuses what is there). graphile-worker runs on Node.js
+(`node`, installed with apt-get if missing and this runs as root) at the version pinned in
+bench/peers/graphile/package-lock.json, which this script installs there with `npm ci`
+(`--no-upgrade` reuses bench/peers/graphile/node_modules when it is there).
 
 Contestants: the pgrun worker (pgrun_worker.py, once pgrun.worker exists), the pgrun SQL loop
 (pgrun_sqlloop.py: claim_jobs/complete_jobs over LISTEN, a floor for the worker), pgqueuer
-(peer_pgqueuer.py) and procrastinate (peer_procrastinate.py). Each workload of each contestant
-gets its own database (created, used, dropped), so no run inherits another's dead rows.
+(peer_pgqueuer.py), procrastinate (peer_procrastinate.py) and graphile-worker twice
+(peer_graphile.mjs: its defaults, and "batched": local queue 50, batched completions). Each
+workload of each contestant gets its own database (created, used, dropped), so no run inherits
+another's dead rows.
 
 Usage: python bench/peers/run.py [--quick] [--fast] [--only NAME ...] [--workload KEY ...]
                                  [--profile] [--json PATH]
@@ -25,7 +30,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -44,13 +51,19 @@ HERE = Path(__file__).resolve().parent
 PEERS_VENV = HERE / ".venv-peers"
 PEER_PACKAGES = ("pgqueuer", "asyncpg", "procrastinate", "psycopg[binary]")
 DURABLE = {"fsync": "on", "synchronous_commit": "on", "full_page_writes": "on"}
-CONTESTANTS = {
-    "pgrun worker": ("pgrun_worker.py", "project"),
-    "pgrun SQL loop": ("pgrun_sqlloop.py", "project"),
-    "pgqueuer": ("peer_pgqueuer.py", "peers"),
-    "procrastinate": ("peer_procrastinate.py", "peers"),
+GRAPHILE_DIR = HERE / "graphile"  # package.json + package-lock.json; node_modules installed by npm ci
+# name: (script, environment, extra arguments); environment "project" = this interpreter,
+# "peers" = the peers' venv, "node" = Node.js with GRAPHILE_DIR's node_modules.
+CONTESTANTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "pgrun worker": ("pgrun_worker.py", "project", ()),
+    "pgrun SQL loop": ("pgrun_sqlloop.py", "project", ()),
+    "pgqueuer": ("peer_pgqueuer.py", "peers", ()),
+    "procrastinate": ("peer_procrastinate.py", "peers", ()),
+    "graphile-worker": ("peer_graphile.mjs", "node", ()),
+    "graphile-worker batched": ("peer_graphile.mjs", "node", ("--batched",)),
 }
-PEERS = ("pgqueuer", "procrastinate")
+PEERS = ("pgqueuer", "procrastinate")  # issue 5's target: 2x the faster of these
+GRAPHILE_BATCHED = "graphile-worker batched"  # issue 15's target: 1.5x its c=10
 
 
 @contextmanager
@@ -125,6 +138,51 @@ def ensure_peers_venv(upgrade: bool, profile: bool = False) -> dict[str, str]:
     return dict(json.loads(out))
 
 
+def ensure_node(upgrade: bool) -> tuple[dict[str, str], str | None]:
+    """Node.js and graphile-worker's node_modules (npm ci from the pinned lock file).
+
+    Returns the installed versions and None, or ({}, why) when the graphile-worker contestants
+    cannot run."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        if os.geteuid() == 0 and shutil.which("apt-get"):
+            print("installing nodejs and npm with apt-get ...", flush=True)
+            try:
+                subprocess.run(["apt-get", "update", "-qq"], check=True, timeout=600)
+                subprocess.run(
+                    ["apt-get", "install", "-y", "-qq", "nodejs", "npm"],
+                    check=True,
+                    timeout=1800,
+                    env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
+                )
+            except (subprocess.SubprocessError, OSError) as exc:
+                return {}, f"node not installed ({exc})"
+        if shutil.which("node") is None or shutil.which("npm") is None:
+            return {}, "node/npm not found (apt-get install nodejs npm)"
+    installed = (GRAPHILE_DIR / "node_modules" / "graphile-worker" / "package.json").exists()
+    if upgrade or not installed:
+        print(f"installing graphile-worker (npm ci) into {GRAPHILE_DIR} ...", flush=True)
+        try:
+            subprocess.run(
+                ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+                cwd=GRAPHILE_DIR,
+                check=True,
+                timeout=900,
+            )
+        except (subprocess.SubprocessError, OSError) as exc:
+            if not installed:
+                return {}, f"npm ci failed ({exc})"
+            print(f"warning: npm ci failed ({exc}); using what is installed", flush=True)
+    modules = GRAPHILE_DIR / "node_modules"
+    versions = {
+        name: json.loads((modules / name / "package.json").read_text())["version"]
+        for name in ("graphile-worker", "pg")
+    }
+    versions["node"] = subprocess.run(
+        ["node", "--version"], check=True, capture_output=True, text=True, timeout=60
+    ).stdout.strip()
+    return versions, None
+
+
 DELAYED_POLL_S = 60.0  # the "long poll" of the delayed workload; pgrun's JOBS_POLL_INTERVAL_MS maximum
 MAIN_KEYS = ("c10", "c50", "latency")
 DELAYED_KEYS = ("delayed", "delayed-default")
@@ -147,13 +205,17 @@ def workloads(quick: bool) -> list[dict[str, Any]]:
 def run_one(
     admin: str, name: str, workload: dict[str, Any], timeout_s: float, log_dir: Path, profile: bool = False
 ) -> dict[str, Any]:
-    script, env_kind = CONTESTANTS[name]
-    python = str(peers_python()) if env_kind == "peers" else sys.executable
-    database = create_database(admin, prefix="peers_" + name.split()[0].lower())
+    script, env_kind, extra = CONTESTANTS[name]
+    if env_kind == "node":
+        interpreter = shutil.which("node") or "node"
+    else:
+        interpreter = str(peers_python()) if env_kind == "peers" else sys.executable
+    database = create_database(admin, prefix="peers_" + re.sub(r"\W", "_", name.split()[0].lower()))
     try:
         args = [
-            python,
+            interpreter,
             str(HERE / script),
+            *extra,
             "--dsn",
             url_for(admin, database),
             "--mode",
@@ -173,7 +235,7 @@ def run_one(
                 args += ["--poll-s", str(workload["poll_s"])]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         env.pop("DATABASE_URL", None)
-        if env_kind == "peers":
+        if env_kind != "project":
             env.pop("PYTHONPATH", None)
         log = log_dir / f"{name.replace(' ', '_')}-{workload['key']}.log"
         if profile and env_kind == "project":
@@ -268,21 +330,36 @@ def verdict(results: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:
         known = [r for r in rates if isinstance(r, (int, float))]
         return max(known) if known else None
 
+    def c10(name: str) -> float | None:
+        rate = results.get(name, {}).get("c10", {}).get("jobs_per_s")
+        return rate if isinstance(rate, (int, float)) else None
+
     peer_best = [b for b in (best(p) for p in PEERS) if b is not None]
-    out: dict[str, Any] = {"faster_peer_jobs_per_s": max(peer_best) if peer_best else None}
+    batched = c10(GRAPHILE_BATCHED)
+    out: dict[str, Any] = {
+        "faster_peer_jobs_per_s": max(peer_best) if peer_best else None,
+        "graphile_batched_c10_jobs_per_s": batched,
+    }
     for name in ("pgrun worker", "pgrun SQL loop"):
         mine = best(name)
         p50 = results.get(name, {}).get("latency", {}).get("p50_ms")
-        if mine is None or not peer_best:
-            continue
-        ratio = mine / max(peer_best)
-        out[name] = {
-            "best_jobs_per_s": mine,
-            "throughput_ratio_vs_faster_peer": ratio,
-            "throughput_target_met": ratio >= 2.0,
-            "p50_ms": p50,
-            "latency_target_met": isinstance(p50, (int, float)) and p50 <= 5.0,
-        }
+        entry: dict[str, Any] = {}
+        if mine is not None and peer_best:
+            ratio = mine / max(peer_best)
+            entry = {
+                "best_jobs_per_s": mine,
+                "throughput_ratio_vs_faster_peer": ratio,
+                "throughput_target_met": ratio >= 2.0,
+                "p50_ms": p50,
+                "latency_target_met": isinstance(p50, (int, float)) and p50 <= 5.0,
+            }
+        mine_c10 = c10(name)
+        if mine_c10 is not None and batched:
+            # issue 15: worker throughput at c=10 >= 1.5x graphile-worker's batched mode
+            entry["c10_ratio_vs_graphile_batched"] = mine_c10 / batched
+            entry["c10_vs_graphile_batched_target_met"] = mine_c10 / batched >= 1.5
+        if entry:
+            out[name] = entry
     return out
 
 
@@ -308,6 +385,10 @@ def main() -> int:
     versions: dict[str, str] = {}
     if args.profile or any(CONTESTANTS[n][1] == "peers" for n in names):
         versions.update(ensure_peers_venv(upgrade=not args.no_upgrade, profile=args.profile))
+    node_missing: str | None = None
+    if any(CONTESTANTS[n][1] == "node" for n in names):
+        node_versions, node_missing = ensure_node(upgrade=not args.no_upgrade)
+        versions.update(node_versions)
     import psycopg
 
     versions["pgrun"] = _pgrun_version()
@@ -330,7 +411,10 @@ def main() -> int:
             report["postgresql"] = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
         for workload in chosen:
             for name in names:
-                res = run_one(admin, name, workload, args.timeout_s, log_dir, args.profile)
+                if node_missing and CONTESTANTS[name][1] == "node":
+                    res: dict[str, Any] = {"skipped": node_missing}
+                else:
+                    res = run_one(admin, name, workload, args.timeout_s, log_dir, args.profile)
                 results[name][workload["key"]] = res
                 shown = (
                     f"{res['jobs_per_s']:,.0f} jobs/s"
@@ -339,7 +423,7 @@ def main() -> int:
                     if "p50_ms" in res
                     else res.get("skipped") or res.get("error")
                 )
-                print(f"{name:>15} {workload['key']:>15}: {shown}", flush=True)
+                print(f"{name:>23} {workload['key']:>15}: {shown}", flush=True)
     report["loadavg_at_end"] = os.getloadavg()
     report["results"] = results
     report["verdict"] = verdict(results)
