@@ -1,32 +1,24 @@
--- Private helpers of the front door (enqueue.sql): request validation, the error
--- it raises, the per-queue NOTIFY, and THE insert every new job goes through.
--- Loaded before enqueue.sql (file name order).
+-- The core of the front door (enqueue.sql) and its helpers. Loaded before enqueue.sql
+-- (file name order).
 --
--- * _enqueue_insert_jobs(ids, job_types, payloads, queues, priorities, max_attempts,
---   timeouts, run_ats, organization_ids, idempotency_keys, requests, workflow_run_ids,
---   workflow_step_keys, schedule_ids): the one set-based INSERT into jobs, called by the
---   three doors that make jobs: enqueue (pgrun._enqueue), the workflow release
---   (pgrun._workflow_release_steps, workflows/_release.sql) and the schedule fire
---   (pgrun._schedule_fire, schedules/fire.sql). Parallel arrays, one element per job, in
---   the order the jobs are inserted (for same-key enqueue elements the first wins); the
---   three link arrays may be NULL (unnest pads them with NULLs). Each door decides the
---   job's id, payload, run_at, organization and links; queue, priority, max_attempts and
---   timeout are the door's request (NULL = not asked) and resolve here, and only here:
---   coalesce(request, job_definitions, pgrun._job_defaults()); the backoff comes from the
---   definition, else the built-in default. One 'enqueued' job_events row per inserted job,
---   its detail naming the link (NULL for a plain job, {workflow_run_id, workflow_step_key}
---   for a step's job, {schedule_id} for a schedule's). Keyed rows go in ON CONFLICT DO
---   NOTHING on jobs_idempotency_idx (rows without a key never conflict). Then one
---   pgrun._notify_queues call: the queue name for each queue that got a job ready now, and
---   '<queue> <due>' for each queue that got delayed jobs, <due> the earliest run_at in Unix
---   milliseconds. Returns the ids it inserted (NULL when none): a keyed element that
---   conflicted is missing, and the door decides what that means.
---
--- Locks: _enqueue_insert_jobs locks the rows it inserts; a keyed insert waits for an
--- uncommitted insert of its key. The others take none.
--- Errors: _enqueue_raise_invalid raises the RQ003 input errors listed in enqueue.sql;
--- the others raise nothing of their own (_enqueue_insert_jobs trusts its callers: every
--- value was validated at its door, and the table's constraints are the last wall).
+-- * _enqueue(requests, single): what enqueue_job and enqueue_jobs run, one section a helper:
+--   0. _enqueue_check_batch: the call's shape (an array, at most 100000 elements);
+--   1. _enqueue_check (with _enqueue_first_invalid) and _enqueue_raise_invalid: every
+--      element valid; _enqueue_check_organizations: the caller may act for every element's
+--      organization (and the default one it stamps); _enqueue_check_isolation: keyed
+--      elements only under READ COMMITTED. Nothing is written before all of them passed;
+--   2. _enqueue_parse_requests: the elements as the column arrays of their jobs, then
+--      _enqueue_insert_jobs (_insert.sql), the one insert every new job goes through;
+--   3. _enqueue_check_retries: keyed elements that created nothing must be retries of the
+--      request their key holds; then one result row per element.
+-- Locks: those of _enqueue_insert_jobs (_insert.sql); the helpers here take none.
+-- Errors (each function's header lists its own; enqueue.sql lists them all):
+-- _enqueue_check_batch job.invalid_batch, job.batch_too_large (RQ003); _enqueue_raise_invalid
+-- the RQ003 input errors; _enqueue_check_organizations access.organization_denied (42501),
+-- access.organization_required (RQ003); _enqueue_check_isolation
+-- job.enqueue_idempotency_unsupported_isolation (RQ006); _enqueue_check_retries
+-- job.enqueue_conflicting_retry (RQ001), job.enqueue_idempotency_race (40001). The others
+-- raise nothing of their own.
 
 -- The whole validation of a request array, as one read-only statement: the first
 -- bad element's 1-based index and error code, or no row. Every limit lives here.
@@ -201,26 +193,6 @@ REVOKE EXECUTE ON FUNCTION pgrun._enqueue_check(jsonb) FROM public;
 COMMENT ON FUNCTION pgrun._enqueue_check(jsonb) IS
 'Private: the first invalid element of an enqueue request array (index, error code), or NULLs.';
 
--- Wakes idle workers: one pg_notify per distinct payload (a queue name: jobs ready now; a
--- queue name, a blank and a due time in Unix milliseconds: delayed jobs), in order.
-CREATE OR REPLACE FUNCTION pgrun._notify_queues(p_queues text[])
-RETURNS void
-LANGUAGE plpgsql
-VOLATILE
-AS $$
-BEGIN
-    -- plpgsql, not sql: a sql function is parsed and planned again on every call
-    PERFORM pg_catalog.pg_notify('pgrun_jobs', q.queue)
-    FROM (SELECT DISTINCT u.queue FROM unnest(p_queues) AS u (queue) ORDER BY u.queue) AS q;
-END;
-$$;
-
-REVOKE EXECUTE ON FUNCTION pgrun._notify_queues(text[]) FROM public;
-
-COMMENT ON FUNCTION pgrun._notify_queues(text[]) IS
-'Private: pg_notify(''pgrun_jobs'', payload) once per distinct payload (queue, or queue and due time in '
-'Unix ms); enqueue calls it once per statement.';
-
 -- Raises the input error p_code for one request element, with a DETAIL naming the
 -- element (by its 1-based index when p_ordinality is given) and the offending value.
 CREATE OR REPLACE FUNCTION pgrun._enqueue_raise_invalid(
@@ -313,119 +285,433 @@ COMMENT ON FUNCTION pgrun._enqueue_raise_invalid(text, jsonb, integer) IS
 'Private: raises enqueue input error p_code (RQ003) for one request element, DETAIL naming it.';
 
 
--- Generic plan: its statement does not depend on the values (as in pgrun._enqueue).
-CREATE OR REPLACE FUNCTION pgrun._enqueue_insert_jobs(
+-- Section 0 of _enqueue: the shape of the call. Returns the number of elements.
+-- Errors: job.invalid_batch (RQ003: not a JSON array), job.batch_too_large (RQ003: over
+-- 100000 elements).
+CREATE OR REPLACE FUNCTION pgrun._enqueue_check_batch(p_requests jsonb)
+RETURNS integer
+LANGUAGE plpgsql
+IMMUTABLE
+AS $$
+DECLARE
+    c_max_batch CONSTANT integer := 100000;
+    v_count integer;
+BEGIN
+    IF p_requests IS NULL OR jsonb_typeof(p_requests) <> 'array' THEN
+        RAISE EXCEPTION 'job.invalid_batch' USING
+            ERRCODE = 'RQ003',
+            DETAIL = format(
+                'jobs is %s, not a JSON array', coalesce(jsonb_typeof(p_requests), 'NULL')
+            ),
+            HINT = 'Pass a JSON array of objects, e.g. [{"job_type": "email.send", "payload": {}}].';
+    END IF;
+    v_count := jsonb_array_length(p_requests);
+    IF v_count > c_max_batch THEN
+        RAISE EXCEPTION 'job.batch_too_large' USING
+            ERRCODE = 'RQ003',
+            DETAIL = format('%s jobs in one call; the limit is %s', v_count, c_max_batch),
+            HINT = 'Split the array into several calls.';
+    END IF;
+    RETURN v_count;
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._enqueue_check_batch(jsonb) FROM public;
+
+COMMENT ON FUNCTION pgrun._enqueue_check_batch(jsonb) IS
+'Private: the element count of an enqueue request array; raises job.invalid_batch (not an array) or '
+'job.batch_too_large (over 100000), RQ003.';
+
+-- Section 1 of _enqueue, tenancy: the organization each job is stamped with, and whether the
+-- caller may act for it (util/_access.sql). Returns the caller's default organization (the
+-- one an element without organization_id gets; NULL for none). Admins and any-organization
+-- roles skip the pass over the elements. p_single => true words errors for one job.
+-- Errors: access.organization_denied (42501: an element names, or defaults to, an
+-- organization the caller may not act for), access.organization_required (RQ003: the caller
+-- acts for several organizations and an element names none).
+CREATE OR REPLACE FUNCTION pgrun._enqueue_check_organizations(p_requests jsonb, p_single boolean)
+RETURNS uuid
+LANGUAGE plpgsql
+STABLE
+AS $$
+DECLARE
+    v_default_org uuid;
+    v_allowed_orgs uuid[];
+    v_bad_ord integer;
+    v_bad_org uuid;
+    v_where text;
+BEGIN
+    SELECT w.default_organization, w.allowed_organizations INTO v_default_org, v_allowed_orgs
+    FROM pgrun._caller_write_organizations() AS w;
+    IF v_allowed_orgs IS NULL THEN
+        RETURN v_default_org;
+    END IF;
+    SELECT e.ord::integer, o.org
+    INTO v_bad_ord, v_bad_org
+    FROM jsonb_array_elements(p_requests) WITH ORDINALITY AS e (elem, ord)
+    CROSS JOIN LATERAL (SELECT coalesce((e.elem ->> 'organization_id')::uuid, v_default_org) AS org) AS o
+    WHERE CASE WHEN o.org IS NULL THEN cardinality(v_allowed_orgs) > 0 ELSE o.org <> ALL (v_allowed_orgs) END
+    ORDER BY e.ord
+    LIMIT 1;
+    IF v_bad_ord IS NOT NULL THEN
+        v_where := CASE WHEN p_single THEN '' ELSE format('element %s: ', v_bad_ord) END;
+        IF v_bad_org IS NULL THEN
+            PERFORM pgrun._raise_organization_required(cardinality(v_allowed_orgs), v_where);
+        END IF;
+        PERFORM pgrun._raise_organization_denied(v_bad_org, v_where);
+    END IF;
+    RETURN v_default_org;
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._enqueue_check_organizations(jsonb, boolean) FROM public;
+
+COMMENT ON FUNCTION pgrun._enqueue_check_organizations(jsonb, boolean) IS
+'Private: the organization enqueue stamps on elements that name none, after checking the caller may act for '
+'every element''s; raises access.organization_denied (42501) or access.organization_required (RQ003).';
+
+-- Section 1 of _enqueue, isolation: a keyed element needs READ COMMITTED, the level at which
+-- a second insert of a key waits for the first and then reads its committed row (enqueue.sql,
+-- Concurrency). READ UNCOMMITTED is READ COMMITTED in PostgreSQL: both see the concurrent
+-- insert. Unkeyed calls pass at any level. Errors: job.enqueue_idempotency_unsupported_isolation
+-- (RQ006), naming the first keyed element unless p_single.
+CREATE OR REPLACE FUNCTION pgrun._enqueue_check_isolation(p_requests jsonb, p_single boolean)
+RETURNS void
+LANGUAGE plpgsql
+STABLE
+AS $$
+DECLARE
+    v_bad_ord integer;
+BEGIN
+    IF current_setting('transaction_isolation') IN ('read committed', 'read uncommitted') THEN
+        RETURN;
+    END IF;
+    SELECT e.ord::integer INTO v_bad_ord
+    FROM jsonb_array_elements(p_requests) WITH ORDINALITY AS e (elem, ord)
+    WHERE jsonb_typeof(e.elem -> 'idempotency_key') = 'string'
+    ORDER BY e.ord
+    LIMIT 1;
+    IF v_bad_ord IS NOT NULL THEN
+        RAISE EXCEPTION 'job.enqueue_idempotency_unsupported_isolation' USING
+            ERRCODE = 'RQ006',
+            DETAIL = format(
+                '%sa keyed enqueue ran at isolation level %s',
+                CASE WHEN p_single THEN '' ELSE format('element %s: ', v_bad_ord) END,
+                current_setting('transaction_isolation')
+            ),
+            HINT = 'Run keyed enqueues in a READ COMMITTED transaction (the default), '
+                'or leave out the idempotency key.';
+    END IF;
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._enqueue_check_isolation(jsonb, boolean) FROM public;
+
+COMMENT ON FUNCTION pgrun._enqueue_check_isolation(jsonb, boolean) IS
+'Private: raises job.enqueue_idempotency_unsupported_isolation (RQ006) for a keyed enqueue element outside '
+'READ COMMITTED.';
+
+-- Section 2 of _enqueue: the validated request array (p_count elements) as the columns of
+-- its jobs, one array per column, in array order, for pgrun._enqueue_insert_jobs: a new id
+-- each (pgrun._uuidv7_series), the payload (NULL as {}), the requested settings (NULL = not
+-- asked), the effective run_at (run_at, else now + delay, else now), the organization (the
+-- element's, else p_default_org), the key and, for a keyed element only, the snapshot of the
+-- request as asked (enqueue.sql, Idempotency); keyed says whether any element has a key.
+-- Errors: none of its own (the input was validated; a cast cannot fail on it).
+CREATE OR REPLACE FUNCTION pgrun._enqueue_parse_requests(
+    p_requests jsonb,
+    p_count integer,
+    p_default_org uuid,
+    OUT ids uuid[],
+    OUT job_types text[],
+    OUT payloads jsonb[],
+    OUT queues text[],
+    OUT priorities integer[],
+    OUT max_attempts integer[],
+    OUT timeouts integer[],
+    OUT run_ats timestamptz[],
+    OUT organization_ids uuid[],
+    OUT idempotency_keys text[],
+    OUT requests jsonb[],
+    OUT keyed boolean
+)
+LANGUAGE plpgsql
+VOLATILE
+AS $$
+DECLARE
+    v_now timestamptz := pgrun.now();
+BEGIN
+    SELECT
+        array_agg(q.id), array_agg(q.job_type), array_agg(q.payload), array_agg(q.queue),
+        array_agg(q.priority), array_agg(q.max_attempts), array_agg(q.timeout_seconds),
+        array_agg(q.eff_run_at), array_agg(q.organization_id), array_agg(q.idempotency_key),
+        array_agg(q.request), bool_or(q.idempotency_key IS NOT NULL)
+    INTO ids, job_types, payloads, queues, priorities, max_attempts, timeouts, run_ats,
+        organization_ids, idempotency_keys, requests, keyed
+    FROM (
+        SELECT
+            e.ord,
+            e.id,
+            r.*,
+            coalesce(r.run_at, v_now + make_interval(secs => r.delay_seconds::double precision), v_now)
+                AS eff_run_at,
+            CASE WHEN r.idempotency_key IS NOT NULL THEN
+                jsonb_build_object('job_type', r.job_type, 'payload', r.payload)
+                || CASE WHEN r.organization_id IS NULL THEN '{}'::jsonb
+                    ELSE jsonb_build_object('organization_id', r.organization_id) END
+                || CASE WHEN r.queue IS NULL THEN '{}'::jsonb
+                    ELSE jsonb_build_object('queue', r.queue) END
+                || CASE WHEN r.priority IS NULL THEN '{}'::jsonb
+                    ELSE jsonb_build_object('priority', r.priority) END
+                || CASE WHEN r.max_attempts IS NULL THEN '{}'::jsonb
+                    ELSE jsonb_build_object('max_attempts', r.max_attempts) END
+                || CASE WHEN r.timeout_seconds IS NULL THEN '{}'::jsonb
+                    ELSE jsonb_build_object('timeout_seconds', r.timeout_seconds) END
+                || CASE WHEN r.run_at IS NULL THEN '{}'::jsonb
+                    ELSE jsonb_build_object(
+                        'run_at', to_char(r.run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+                    ) END
+                || CASE WHEN r.delay_seconds IS NULL THEN '{}'::jsonb
+                    ELSE jsonb_build_object('delay_seconds', r.delay_seconds) END
+            END AS request
+        FROM ROWS FROM (
+            jsonb_array_elements(p_requests),
+            pgrun._uuidv7_series(p_count)
+        ) WITH ORDINALITY AS e (elem, id, ord)
+        CROSS JOIN LATERAL (
+            SELECT
+                e.elem ->> 'job_type' AS job_type,
+                coalesce(nullif(e.elem -> 'payload', 'null'::jsonb), '{}'::jsonb) AS payload,
+                e.elem ->> 'queue' AS queue,
+                (e.elem ->> 'priority')::numeric::integer AS priority,
+                (e.elem ->> 'max_attempts')::numeric::integer AS max_attempts,
+                (e.elem ->> 'timeout_seconds')::numeric::integer AS timeout_seconds,
+                (e.elem ->> 'run_at')::timestamptz AS run_at,
+                CASE jsonb_typeof(e.elem -> 'delay')
+                    WHEN 'number' THEN (e.elem ->> 'delay')::numeric
+                    WHEN 'string' THEN extract(EPOCH FROM (e.elem ->> 'delay')::interval)
+                END AS delay_seconds,
+                e.elem ->> 'idempotency_key' AS idempotency_key,
+                coalesce((e.elem ->> 'organization_id')::uuid, p_default_org) AS organization_id
+        ) AS r
+        -- the aggregates keep this order: every array lists the elements in array order
+        ORDER BY e.ord
+    ) AS q;
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._enqueue_parse_requests(jsonb, integer, uuid) FROM public;
+
+COMMENT ON FUNCTION pgrun._enqueue_parse_requests(jsonb, integer, uuid) IS
+'Private: a validated enqueue request array as the column arrays of its jobs (ids, settings asked, '
+'effective run_at, organization, key, snapshot) in array order, and whether any element is keyed.';
+
+-- Section 3 of _enqueue: the keyed elements that created nothing (their id is not in
+-- p_created, the ids the insert returned). Each must be a retry of the request that holds
+-- its key: the stored snapshot equals the element's. Returns them, in array order, as a
+-- JSON array of {ordinality, job_type, organization_id, idempotency_key} for the result
+-- (NULL when every keyed element created its job). The existing row is read in this new
+-- statement, which sees a concurrent insert committed while the insert waited for it
+-- (READ COMMITTED). Errors: job.enqueue_conflicting_retry (RQ001: the key holds a different
+-- request; DETAIL lists the keys that differ), job.enqueue_idempotency_race (40001: the row
+-- holding the key is gone, e.g. purged meanwhile), each naming the first such element
+-- unless p_single.
+CREATE OR REPLACE FUNCTION pgrun._enqueue_check_retries(
     p_ids uuid[],
     p_job_types text[],
-    p_payloads jsonb[],
-    p_queues text[],
-    p_priorities integer[],
-    p_max_attempts integer[],
-    p_timeouts integer[],
-    p_run_ats timestamptz[],
     p_organization_ids uuid[],
     p_idempotency_keys text[],
     p_requests jsonb[],
-    p_workflow_run_ids uuid[],
-    p_workflow_step_keys text[],
-    p_schedule_ids uuid[]
+    p_created uuid[],
+    p_single boolean
 )
-RETURNS uuid[]
+RETURNS jsonb
+LANGUAGE plpgsql
+STABLE
+AS $$
+DECLARE
+    v_pending jsonb;
+    v_bad_ord integer;
+    v_existing_id uuid;
+    v_existing_request jsonb;
+    v_request jsonb;
+    v_where text;
+BEGIN
+    SELECT jsonb_agg(
+        jsonb_build_object(
+            'ordinality', u.ord,
+            'job_type', u.job_type,
+            'organization_id', u.organization_id,
+            'idempotency_key', u.idempotency_key,
+            'request', u.request
+        )
+        ORDER BY u.ord
+    )
+    INTO v_pending
+    FROM unnest(p_ids, p_job_types, p_organization_ids, p_idempotency_keys, p_requests)
+        WITH ORDINALITY AS u (id, job_type, organization_id, idempotency_key, request, ord)
+    WHERE u.idempotency_key IS NOT NULL
+        AND NOT EXISTS (SELECT FROM unnest(p_created) AS c (id) WHERE c.id = u.id);
+    IF v_pending IS NULL THEN
+        RETURN NULL;
+    END IF;
+
+    SELECT p.ordinality, x.id, x.enqueue_request, p.request
+    INTO v_bad_ord, v_existing_id, v_existing_request, v_request
+    FROM jsonb_to_recordset(v_pending) AS p (
+        ordinality integer, job_type text, organization_id uuid, idempotency_key text, request jsonb
+    )
+    -- LIMIT keeps this a per-element probe of jobs_idempotency_idx, never a join over jobs
+    LEFT JOIN LATERAL (
+        SELECT h.id, h.enqueue_request
+        FROM pgrun.jobs AS h
+        WHERE h.job_type = p.job_type
+            AND coalesce(h.organization_id, '00000000-0000-0000-0000-000000000000'::uuid)
+            = coalesce(p.organization_id, '00000000-0000-0000-0000-000000000000'::uuid)
+            AND h.idempotency_key = p.idempotency_key
+        LIMIT 1
+    ) AS x ON TRUE
+    WHERE x.id IS NULL OR x.enqueue_request IS DISTINCT FROM p.request
+    ORDER BY p.ordinality
+    LIMIT 1;
+    IF v_bad_ord IS NULL THEN
+        RETURN v_pending;
+    END IF;
+    v_where := CASE WHEN p_single THEN '' ELSE format('element %s: ', v_bad_ord) END;
+    IF v_existing_id IS NULL THEN
+        RAISE EXCEPTION 'job.enqueue_idempotency_race' USING
+            ERRCODE = '40001',
+            DETAIL = format(
+                '%sthe job holding this idempotency key was deleted while the call ran', v_where
+            ),
+            HINT = 'Retry the call.';
+    END IF;
+    RAISE EXCEPTION 'job.enqueue_conflicting_retry' USING
+        ERRCODE = 'RQ001',
+        DETAIL = format(
+            '%sthe idempotency key already names job %s, enqueued with a different request '
+            '(differs in: %s)',
+            v_where,
+            v_existing_id,
+            (SELECT string_agg(k.key, ', ' ORDER BY k.key)
+             FROM (
+                 SELECT a.key FROM jsonb_each(v_existing_request) AS a
+                 UNION
+                 SELECT b.key FROM jsonb_each(v_request) AS b
+             ) AS k
+             WHERE v_existing_request -> k.key IS DISTINCT FROM v_request -> k.key)
+        ),
+        HINT = 'Resend the original request unchanged, or use a new idempotency key '
+            'for a different request.';
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._enqueue_check_retries(
+    uuid[], text[], uuid[], text[], jsonb[], uuid[], boolean
+) FROM public;
+
+COMMENT ON FUNCTION pgrun._enqueue_check_retries(
+    uuid[], text[], uuid[], text[], jsonb[], uuid[], boolean
+) IS
+'Private: the keyed enqueue elements that created nothing, each checked to be a retry of its key''s request; '
+'raises job.enqueue_conflicting_retry (RQ001) or job.enqueue_idempotency_race (40001).';
+
+-- The core both enqueue functions call, section by section (the helpers above): 0. the
+-- call's shape, 1. every element valid, the caller's organizations, the isolation level,
+-- before anything is written; 2. the elements parsed into jobs and inserted through the
+-- one insert every new job goes through; 3. keyed elements that created nothing checked as
+-- retries; then one row per element, in array order. p_single => true words errors for one
+-- job (no element index). Generic plans (here and in the helpers, which inherit the setting:
+-- only the ones other callers use too set it themselves): with the default plan cache mode
+-- its statements were re-planned on every call, about a third of the cost of a single
+-- enqueue; their plans do not depend on the values anyway.
+-- Errors: those of its sections, listed in enqueue.sql.
+CREATE OR REPLACE FUNCTION pgrun._enqueue(p_requests jsonb, p_single boolean)
+RETURNS TABLE (
+    r_ordinality integer, r_job_id uuid, r_created boolean, r_status text, r_run_at timestamptz
+)
 LANGUAGE plpgsql
 VOLATILE
 SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
-    v_now timestamptz := pgrun.now();
-    v_inserted uuid[];
-    v_queues text[];
+    v_count integer;
+    v_bad_ord integer;
+    v_bad_code text;
+    v_default_org uuid;
+    v_jobs record;
+    v_created uuid[];
+    v_pending jsonb;
 BEGIN
-    WITH ins AS (
-        INSERT INTO pgrun.jobs AS j (
-            id, job_type, queue, priority, status, payload, run_at, max_attempts, timeout_seconds,
-            backoff_base_seconds, backoff_max_seconds, backoff_jitter,
-            organization_id, idempotency_key, enqueue_request,
-            workflow_run_id, workflow_step_key, schedule_id, created_at, updated_at
-        )
-        SELECT
-            r.id,
-            r.job_type,
-            coalesce(r.queue, d.queue, b.queue),
-            coalesce(r.priority, d.priority, b.priority),
-            'queued',
-            r.payload,
-            r.run_at,
-            coalesce(r.max_attempts, d.max_attempts, b.max_attempts),
-            coalesce(r.timeout_seconds, d.timeout_seconds, b.timeout_seconds),
-            coalesce(d.backoff_base_seconds, b.backoff_base_seconds),
-            coalesce(d.backoff_max_seconds, b.backoff_max_seconds),
-            coalesce(d.backoff_jitter, b.backoff_jitter),
-            r.organization_id,
-            r.idempotency_key,
-            r.request,
-            r.workflow_run_id,
-            r.workflow_step_key,
-            r.schedule_id,
-            v_now,
-            v_now
-        FROM unnest(
-            p_ids, p_job_types, p_payloads, p_queues, p_priorities, p_max_attempts, p_timeouts, p_run_ats,
-            p_organization_ids, p_idempotency_keys, p_requests, p_workflow_run_ids, p_workflow_step_keys,
-            p_schedule_ids
-        ) WITH ORDINALITY AS r (
-            id, job_type, payload, queue, priority, max_attempts, timeout_seconds, run_at,
-            organization_id, idempotency_key, request, workflow_run_id, workflow_step_key, schedule_id, ord
-        )
-        CROSS JOIN pgrun._job_defaults() AS b
-        LEFT JOIN pgrun.job_definitions AS d ON d.job_type = r.job_type
-        -- array order decides which of several same-key elements creates the job
-        ORDER BY r.ord
-        ON CONFLICT (
-            job_type,
-            coalesce(organization_id, '00000000-0000-0000-0000-000000000000'::uuid),
-            idempotency_key
-        ) WHERE idempotency_key IS NOT NULL
-        DO NOTHING
-        RETURNING j.id, j.queue, j.run_at, j.workflow_run_id, j.workflow_step_key, j.schedule_id
-    ),
-    events AS (
-        INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, detail, created_at)
-        SELECT
-            i.id, 'enqueued', NULL, 'queued', 0,
-            CASE
-                WHEN i.workflow_run_id IS NOT NULL THEN jsonb_build_object(
-                    'workflow_run_id', i.workflow_run_id, 'workflow_step_key', i.workflow_step_key
-                )
-                WHEN i.schedule_id IS NOT NULL THEN jsonb_build_object('schedule_id', i.schedule_id)
-            END,
-            v_now
-        FROM ins AS i
-    )
-    SELECT
-        (SELECT array_agg(i.id) FROM ins AS i),
-        (SELECT array_agg(x.payload) FROM (
-            SELECT DISTINCT i.queue AS payload FROM ins AS i WHERE i.run_at <= v_now
-            UNION ALL
-            SELECT i.queue || ' ' || ceil(extract(EPOCH FROM min(i.run_at)) * 1000)::bigint
-            FROM ins AS i WHERE i.run_at > v_now GROUP BY i.queue
-        ) AS x)
-    INTO v_inserted, v_queues;
-
-    IF v_queues IS NOT NULL THEN
-        PERFORM pgrun._notify_queues(v_queues);
+    -- 0. The call's shape.
+    v_count := pgrun._enqueue_check_batch(p_requests);
+    IF v_count = 0 THEN
+        RETURN;
     END IF;
-    RETURN v_inserted;
+
+    -- 1. Validate everything before writing anything.
+    SELECT c.bad_ordinality, c.bad_code INTO v_bad_ord, v_bad_code
+    FROM pgrun._enqueue_check(p_requests) AS c;
+    IF v_bad_ord IS NOT NULL THEN
+        PERFORM pgrun._enqueue_raise_invalid(
+            v_bad_code, p_requests -> (v_bad_ord - 1), CASE WHEN NOT p_single THEN v_bad_ord END
+        );
+    END IF;
+    v_default_org := pgrun._enqueue_check_organizations(p_requests, p_single);
+    PERFORM pgrun._enqueue_check_isolation(p_requests, p_single);
+
+    -- 2. The jobs: parsed here, resolved, inserted, evented and announced by the shared insert.
+    v_jobs := pgrun._enqueue_parse_requests(p_requests, v_count, v_default_org);
+    v_created := pgrun._enqueue_insert_jobs(
+        v_jobs.ids, v_jobs.job_types, v_jobs.payloads, v_jobs.queues, v_jobs.priorities,
+        v_jobs.max_attempts, v_jobs.timeouts, v_jobs.run_ats, v_jobs.organization_ids,
+        v_jobs.idempotency_keys, v_jobs.requests, NULL, NULL, NULL
+    );
+
+    -- 3. Keyed elements that created nothing: an identical earlier request, or a conflict.
+    IF v_jobs.keyed THEN
+        v_pending := pgrun._enqueue_check_retries(
+            v_jobs.ids, v_jobs.job_types, v_jobs.organization_ids, v_jobs.idempotency_keys,
+            v_jobs.requests, v_created, p_single
+        );
+    END IF;
+
+    IF v_pending IS NULL THEN
+        RETURN QUERY
+        SELECT u.ord::integer, u.id, TRUE, 'queued'::text, u.run_at
+        FROM unnest(v_jobs.ids, v_jobs.run_ats) WITH ORDINALITY AS u (id, run_at, ord)
+        ORDER BY u.ord;
+        RETURN;
+    END IF;
+    -- a retried element returns the job its key names, as it is now
+    RETURN QUERY
+    SELECT
+        u.ord::integer,
+        coalesce(e.id, u.id),
+        e.ordinality IS NULL,
+        coalesce(e.status, 'queued'),
+        coalesce(e.run_at, u.run_at)
+    FROM unnest(v_jobs.ids, v_jobs.run_ats) WITH ORDINALITY AS u (id, run_at, ord)
+    LEFT JOIN (
+        SELECT p.ordinality, x.id, x.status, x.run_at
+        FROM jsonb_to_recordset(v_pending) AS p (
+            ordinality integer, job_type text, organization_id uuid, idempotency_key text
+        )
+        CROSS JOIN LATERAL (
+            SELECT h.id, h.status, h.run_at
+            FROM pgrun.jobs AS h
+            WHERE h.job_type = p.job_type
+                AND coalesce(h.organization_id, '00000000-0000-0000-0000-000000000000'::uuid)
+                = coalesce(p.organization_id, '00000000-0000-0000-0000-000000000000'::uuid)
+                AND h.idempotency_key = p.idempotency_key
+            LIMIT 1
+        ) AS x
+    ) AS e ON e.ordinality = u.ord
+    ORDER BY u.ord;
 END;
 $$;
 
-REVOKE EXECUTE ON FUNCTION pgrun._enqueue_insert_jobs(
-    uuid[], text[], jsonb[], text[], integer[], integer[], integer[], timestamptz[], uuid[], text[], jsonb[],
-    uuid[], text[], uuid[]
-) FROM public;
+REVOKE EXECUTE ON FUNCTION pgrun._enqueue(jsonb, boolean) FROM public;
 
-COMMENT ON FUNCTION pgrun._enqueue_insert_jobs(
-    uuid[], text[], jsonb[], text[], integer[], integer[], integer[], timestamptz[], uuid[], text[], jsonb[],
-    uuid[], text[], uuid[]
-) IS
-'Private: THE insert of new jobs (enqueue, workflow release, schedule fire): settings resolved as request, '
-'definition, built-in default; one enqueued event each; NOTIFY per queue; returns the ids inserted.';
+COMMENT ON FUNCTION pgrun._enqueue(jsonb, boolean) IS
+'Private: the set-based core of enqueue_job and enqueue_jobs.';

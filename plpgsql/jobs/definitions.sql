@@ -21,7 +21,7 @@
 -- _job_defaults() is THE home of the built-in defaults: what a job gets when neither the
 -- request nor its type's definition says (queue 'default', priority 100, max_attempts 20,
 -- no timeout, backoff 2 s / 3600 s / 0.2). upsert_job_definition fills a definition's
--- omitted fields from it and pgrun._enqueue_insert_jobs (jobs/_enqueue.sql) resolves every
+-- omitted fields from it and pgrun._enqueue_insert_jobs (jobs/_insert.sql) resolves every
 -- new job's settings against it. An IMMUTABLE SQL function returning one row, with no SET
 -- clause: the planner inlines it into the insert and folds its values into constants, so
 -- the hot insert pays no call per row (EXPLAIN VERBOSE shows the literals). The column

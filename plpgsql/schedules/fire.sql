@@ -11,7 +11,7 @@
 --      is run_schedule_now, an admin function;
 --   2. one tick per (plan time, scope) is inserted ON CONFLICT DO NOTHING (primary key
 --      (schedule_id, scope, plan_time)), and only the ticks this call inserted make jobs:
---      one call of the shared insert (pgrun._enqueue_insert_jobs, jobs/_enqueue.sql) for
+--      one call of the shared insert (pgrun._enqueue_insert_jobs, jobs/_insert.sql) for
 --      the jobs (jobs.schedule_id set, run_at = the plan time) and their 'enqueued' events.
 --      A plan time fired before, by this or any other scheduler, returns the job its tick
 --      made with created = false;

@@ -3,7 +3,7 @@
 -- * _workflow_release_steps(run_ids, step_keys): the given steps whose edges have all
 --   resolved (status blocked, dependency_count_pending 0) are released. An external step
 --   becomes waiting_for_external. Job steps become jobs through the one insert every new
---   job goes through (pgrun._enqueue_insert_jobs, jobs/_enqueue.sql), all of them in one
+--   job goes through (pgrun._enqueue_insert_jobs, jobs/_insert.sql), all of them in one
 --   call: ids from pgrun._uuidv7_series, workflow_run_id and workflow_step_key set,
 --   organization_id the step's own, else the run's; run_at the release time, plus the
 --   step's delay, or the step's run_at when that is later; the template's NULL fields

@@ -1,0 +1,168 @@
+-- THE insert every new job goes through, and the NOTIFY that announces new jobs.
+--
+-- * _enqueue_insert_jobs(ids, job_types, payloads, queues, priorities, max_attempts,
+--   timeouts, run_ats, organization_ids, idempotency_keys, requests, workflow_run_ids,
+--   workflow_step_keys, schedule_ids): the one set-based INSERT into jobs, called by the
+--   three doors that make jobs: enqueue (pgrun._enqueue), the workflow release
+--   (pgrun._workflow_release_steps, workflows/_release.sql) and the schedule fire
+--   (pgrun._schedule_fire, schedules/fire.sql). Parallel arrays, one element per job, in
+--   the order the jobs are inserted (for same-key enqueue elements the first wins); the
+--   three link arrays may be NULL (unnest pads them with NULLs). Each door decides the
+--   job's id, payload, run_at, organization and links; queue, priority, max_attempts and
+--   timeout are the door's request (NULL = not asked) and resolve here, and only here:
+--   coalesce(request, job_definitions, pgrun._job_defaults()); the backoff comes from the
+--   definition, else the built-in default. One 'enqueued' job_events row per inserted job,
+--   its detail naming the link (NULL for a plain job, {workflow_run_id, workflow_step_key}
+--   for a step's job, {schedule_id} for a schedule's). Keyed rows go in ON CONFLICT DO
+--   NOTHING on jobs_idempotency_idx (rows without a key never conflict). Then one
+--   pgrun._notify_queues call: the queue name for each queue that got a job ready now, and
+--   '<queue> <due>' for each queue that got delayed jobs, <due> the earliest run_at in Unix
+--   milliseconds. Returns the ids it inserted (NULL when none): a keyed element that
+--   conflicted is missing, and the door decides what that means.
+--
+-- * _notify_queues(payloads): one pg_notify('pgrun_jobs', payload) per distinct payload, in
+--   order; the one place that calls pg_notify for new jobs (the pgTAP fixtures swap it for
+--   a recorder, tests_sql/fixtures/11_front_door.sql).
+--
+-- Locks: _enqueue_insert_jobs locks the rows it inserts; a keyed insert waits for an
+-- uncommitted insert of its key.
+-- Errors: none of their own. _enqueue_insert_jobs trusts its callers: every value was
+-- validated at its door, and the table's constraints are the last wall.
+
+-- No SET clause (a SET costs a GUC save and restore on every call): under _enqueue it
+-- inherits force_generic_plan, like the other helpers _enqueue alone calls; the release and
+-- the fire plan it as they planned their own insert before.
+CREATE OR REPLACE FUNCTION pgrun._enqueue_insert_jobs(
+    p_ids uuid[],
+    p_job_types text[],
+    p_payloads jsonb[],
+    p_queues text[],
+    p_priorities integer[],
+    p_max_attempts integer[],
+    p_timeouts integer[],
+    p_run_ats timestamptz[],
+    p_organization_ids uuid[],
+    p_idempotency_keys text[],
+    p_requests jsonb[],
+    p_workflow_run_ids uuid[],
+    p_workflow_step_keys text[],
+    p_schedule_ids uuid[]
+)
+RETURNS uuid[]
+LANGUAGE plpgsql
+VOLATILE
+AS $$
+DECLARE
+    v_now timestamptz := pgrun.now();
+    v_inserted uuid[];
+    v_queues text[];
+BEGIN
+    WITH ins AS (
+        INSERT INTO pgrun.jobs AS j (
+            id, job_type, queue, priority, status, payload, run_at, max_attempts, timeout_seconds,
+            backoff_base_seconds, backoff_max_seconds, backoff_jitter,
+            organization_id, idempotency_key, enqueue_request,
+            workflow_run_id, workflow_step_key, schedule_id, created_at, updated_at
+        )
+        SELECT
+            r.id,
+            r.job_type,
+            coalesce(r.queue, d.queue, b.queue),
+            coalesce(r.priority, d.priority, b.priority),
+            'queued',
+            r.payload,
+            r.run_at,
+            coalesce(r.max_attempts, d.max_attempts, b.max_attempts),
+            coalesce(r.timeout_seconds, d.timeout_seconds, b.timeout_seconds),
+            coalesce(d.backoff_base_seconds, b.backoff_base_seconds),
+            coalesce(d.backoff_max_seconds, b.backoff_max_seconds),
+            coalesce(d.backoff_jitter, b.backoff_jitter),
+            r.organization_id,
+            r.idempotency_key,
+            r.request,
+            r.workflow_run_id,
+            r.workflow_step_key,
+            r.schedule_id,
+            v_now,
+            v_now
+        FROM unnest(
+            p_ids, p_job_types, p_payloads, p_queues, p_priorities, p_max_attempts, p_timeouts, p_run_ats,
+            p_organization_ids, p_idempotency_keys, p_requests, p_workflow_run_ids, p_workflow_step_keys,
+            p_schedule_ids
+        ) WITH ORDINALITY AS r (
+            id, job_type, payload, queue, priority, max_attempts, timeout_seconds, run_at,
+            organization_id, idempotency_key, request, workflow_run_id, workflow_step_key, schedule_id, ord
+        )
+        CROSS JOIN pgrun._job_defaults() AS b
+        LEFT JOIN pgrun.job_definitions AS d ON d.job_type = r.job_type
+        -- array order decides which of several same-key elements creates the job
+        ORDER BY r.ord
+        ON CONFLICT (
+            job_type,
+            coalesce(organization_id, '00000000-0000-0000-0000-000000000000'::uuid),
+            idempotency_key
+        ) WHERE idempotency_key IS NOT NULL
+        DO NOTHING
+        RETURNING j.id, j.queue, j.run_at, j.workflow_run_id, j.workflow_step_key, j.schedule_id
+    ),
+    events AS (
+        INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, detail, created_at)
+        SELECT
+            i.id, 'enqueued', NULL, 'queued', 0,
+            CASE
+                WHEN i.workflow_run_id IS NOT NULL THEN jsonb_build_object(
+                    'workflow_run_id', i.workflow_run_id, 'workflow_step_key', i.workflow_step_key
+                )
+                WHEN i.schedule_id IS NOT NULL THEN jsonb_build_object('schedule_id', i.schedule_id)
+            END,
+            v_now
+        FROM ins AS i
+    )
+    SELECT
+        (SELECT array_agg(i.id) FROM ins AS i),
+        (SELECT array_agg(x.payload) FROM (
+            SELECT DISTINCT i.queue AS payload FROM ins AS i WHERE i.run_at <= v_now
+            UNION ALL
+            SELECT i.queue || ' ' || ceil(extract(EPOCH FROM min(i.run_at)) * 1000)::bigint
+            FROM ins AS i WHERE i.run_at > v_now GROUP BY i.queue
+        ) AS x)
+    INTO v_inserted, v_queues;
+
+    IF v_queues IS NOT NULL THEN
+        PERFORM pgrun._notify_queues(v_queues);
+    END IF;
+    RETURN v_inserted;
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._enqueue_insert_jobs(
+    uuid[], text[], jsonb[], text[], integer[], integer[], integer[], timestamptz[], uuid[], text[], jsonb[],
+    uuid[], text[], uuid[]
+) FROM public;
+
+COMMENT ON FUNCTION pgrun._enqueue_insert_jobs(
+    uuid[], text[], jsonb[], text[], integer[], integer[], integer[], timestamptz[], uuid[], text[], jsonb[],
+    uuid[], text[], uuid[]
+) IS
+'Private: THE insert of new jobs (enqueue, workflow release, schedule fire): settings resolved as request, '
+'definition, built-in default; one enqueued event each; NOTIFY per queue; returns the ids inserted.';
+
+-- Wakes idle workers: one pg_notify per distinct payload (a queue name: jobs ready now; a
+-- queue name, a blank and a due time in Unix milliseconds: delayed jobs), in order.
+CREATE OR REPLACE FUNCTION pgrun._notify_queues(p_queues text[])
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+AS $$
+BEGIN
+    -- plpgsql, not sql: a sql function is parsed and planned again on every call
+    PERFORM pg_catalog.pg_notify('pgrun_jobs', q.queue)
+    FROM (SELECT DISTINCT u.queue FROM unnest(p_queues) AS u (queue) ORDER BY u.queue) AS q;
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._notify_queues(text[]) FROM public;
+
+COMMENT ON FUNCTION pgrun._notify_queues(text[]) IS
+'Private: pg_notify(''pgrun_jobs'', payload) once per distinct payload (queue, or queue and due time in '
+'Unix ms); the one insert of new jobs (pgrun._enqueue_insert_jobs) calls it once per call.';
