@@ -416,7 +416,9 @@ COMMENT ON FUNCTION pgrun._enqueue_check_isolation(jsonb, boolean) IS
 -- each (pgrun._uuidv7_series), the payload (NULL as {}), the requested settings (NULL = not
 -- asked), the effective run_at (run_at, else now + delay, else now), the organization (the
 -- element's, else p_default_org), the key and, for a keyed element only, the snapshot of the
--- request as asked (enqueue.sql, Idempotency); keyed says whether any element has a key.
+-- request as asked (enqueue.sql, Idempotency); keyed says whether any element has a key. A
+-- column no element gives (queue, priority, max_attempts, timeout, organization, key and
+-- snapshot) is NULL rather than an array of NULLs.
 -- Errors: none of its own (the input was validated; a cast cannot fail on it).
 CREATE OR REPLACE FUNCTION pgrun._enqueue_parse_requests(
     p_requests jsonb,
@@ -441,11 +443,20 @@ AS $$
 DECLARE
     v_now timestamptz := pgrun.now();
 BEGIN
+    -- A column no element gives is one NULL instead of an array of NULLs (the insert reads
+    -- both alike): the common request names a type and a payload only, and every array the
+    -- insert takes costs it a copy and an unnest.
     SELECT
-        array_agg(q.id), array_agg(q.job_type), array_agg(q.payload), array_agg(q.queue),
-        array_agg(q.priority), array_agg(q.max_attempts), array_agg(q.timeout_seconds),
-        array_agg(q.eff_run_at), array_agg(q.organization_id), array_agg(q.idempotency_key),
-        array_agg(q.request), bool_or(q.idempotency_key IS NOT NULL)
+        array_agg(q.id), array_agg(q.job_type), array_agg(q.payload),
+        CASE WHEN count(q.queue) > 0 THEN array_agg(q.queue) END,
+        CASE WHEN count(q.priority) > 0 THEN array_agg(q.priority) END,
+        CASE WHEN count(q.max_attempts) > 0 THEN array_agg(q.max_attempts) END,
+        CASE WHEN count(q.timeout_seconds) > 0 THEN array_agg(q.timeout_seconds) END,
+        array_agg(q.eff_run_at),
+        CASE WHEN count(q.organization_id) > 0 THEN array_agg(q.organization_id) END,
+        CASE WHEN count(q.idempotency_key) > 0 THEN array_agg(q.idempotency_key) END,
+        CASE WHEN count(q.idempotency_key) > 0 THEN array_agg(q.request) END,
+        count(q.idempotency_key) > 0
     INTO ids, job_types, payloads, queues, priorities, max_attempts, timeouts, run_ats,
         organization_ids, idempotency_keys, requests, keyed
     FROM (
