@@ -1,24 +1,23 @@
 -- The core of the front door (enqueue.sql) and its helpers. Loaded before enqueue.sql
 -- (file name order).
 --
--- * _enqueue(requests, single): what enqueue_job and enqueue_jobs run, one section a helper:
---   0. _enqueue_check_batch: the call's shape (an array, at most 100000 elements);
---   1. _enqueue_check (with _enqueue_first_invalid) and _enqueue_raise_invalid: every
---      element valid; _enqueue_check_organizations: the caller may act for every element's
---      organization (and the default one it stamps); _enqueue_check_isolation: keyed
---      elements only under READ COMMITTED. Nothing is written before all of them passed;
---   2. _enqueue_parse_requests: the elements as the column arrays of their jobs, then
+-- * _enqueue(requests, single): what enqueue_job and enqueue_jobs run, in sections:
+--   0 and 1. _enqueue_check_requests: the call's shape (an array, at most 100000 elements),
+--      every element valid (_enqueue_check with _enqueue_first_invalid, raised by
+--      _enqueue_raise_invalid), the caller may act for every element's organization,
+--      keyed elements only under READ COMMITTED. Nothing is written before all passed;
+--   2. the elements parsed into the column arrays of their jobs (in _enqueue itself), then
 --      _enqueue_insert_jobs (_insert.sql), the one insert every new job goes through;
 --   3. _enqueue_check_retries: keyed elements that created nothing must be retries of the
 --      request their key holds; then one result row per element.
+--
 -- Locks: those of _enqueue_insert_jobs (_insert.sql); the helpers here take none.
 -- Errors (each function's header lists its own; enqueue.sql lists them all):
--- _enqueue_check_batch job.invalid_batch, job.batch_too_large (RQ003); _enqueue_raise_invalid
--- the RQ003 input errors; _enqueue_check_organizations access.organization_denied (42501),
--- access.organization_required (RQ003); _enqueue_check_isolation
--- job.enqueue_idempotency_unsupported_isolation (RQ006); _enqueue_check_retries
--- job.enqueue_conflicting_retry (RQ001), job.enqueue_idempotency_race (40001). The others
--- raise nothing of their own.
+-- _enqueue_check_requests job.invalid_batch, job.batch_too_large, the RQ003 input errors
+-- (through _enqueue_raise_invalid), access.organization_denied (42501),
+-- access.organization_required (RQ003), job.enqueue_idempotency_unsupported_isolation
+-- (RQ006); _enqueue_check_retries job.enqueue_conflicting_retry (RQ001),
+-- job.enqueue_idempotency_race (40001). The others raise nothing of their own.
 
 -- The whole validation of a request array, as one read-only statement: the first
 -- bad element's 1-based index and error code, or no row. Every limit lives here.
@@ -285,17 +284,35 @@ COMMENT ON FUNCTION pgrun._enqueue_raise_invalid(text, jsonb, integer) IS
 'Private: raises enqueue input error p_code (RQ003) for one request element, DETAIL naming it.';
 
 
--- Section 0 of _enqueue: the shape of the call. Returns the number of elements.
--- Errors: job.invalid_batch (RQ003: not a JSON array), job.batch_too_large (RQ003: over
--- 100000 elements).
-CREATE OR REPLACE FUNCTION pgrun._enqueue_check_batch(p_requests jsonb)
-RETURNS integer
+-- Sections 0 and 1 of _enqueue: everything checked before anything is written, in this
+-- order: the call's shape (a JSON array of at most 100000 elements; an empty one returns at
+-- once), every element's fields (pgrun._enqueue_check, the first bad element raised by
+-- pgrun._enqueue_raise_invalid), the organizations (the caller may act for every element's,
+-- util/_access.sql; admins and any-organization roles skip the pass), and the isolation
+-- level of keyed elements (READ COMMITTED, at which a second insert of a key waits for the
+-- first and then reads its committed row; READ UNCOMMITTED is READ COMMITTED in
+-- PostgreSQL). Returns the organization an element without organization_id is stamped
+-- with (NULL for none). One function, not one per check: each plpgsql call on the hot path
+-- costs a single enqueue about 1% (its expressions are set up again in every transaction).
+-- p_single => true words errors for one job (no element index).
+-- Errors: job.invalid_batch, job.batch_too_large and the RQ003 input errors of enqueue.sql;
+-- access.organization_denied (42501: an element names, or defaults to, an organization the
+-- caller may not act for), access.organization_required (RQ003: the caller acts for several
+-- and an element names none); job.enqueue_idempotency_unsupported_isolation (RQ006).
+CREATE OR REPLACE FUNCTION pgrun._enqueue_check_requests(p_requests jsonb, p_single boolean)
+RETURNS uuid
 LANGUAGE plpgsql
-IMMUTABLE
+STABLE
 AS $$
 DECLARE
     c_max_batch CONSTANT integer := 100000;
     v_count integer;
+    v_bad_ord integer;
+    v_bad_code text;
+    v_default_org uuid;
+    v_allowed_orgs uuid[];
+    v_bad_org uuid;
+    v_where text;
 BEGIN
     IF p_requests IS NULL OR jsonb_typeof(p_requests) <> 'array' THEN
         RAISE EXCEPTION 'job.invalid_batch' USING
@@ -306,216 +323,70 @@ BEGIN
             HINT = 'Pass a JSON array of objects, e.g. [{"job_type": "email.send", "payload": {}}].';
     END IF;
     v_count := jsonb_array_length(p_requests);
+    IF v_count = 0 THEN
+        RETURN NULL;
+    END IF;
     IF v_count > c_max_batch THEN
         RAISE EXCEPTION 'job.batch_too_large' USING
             ERRCODE = 'RQ003',
             DETAIL = format('%s jobs in one call; the limit is %s', v_count, c_max_batch),
             HINT = 'Split the array into several calls.';
     END IF;
-    RETURN v_count;
-END;
-$$;
 
-REVOKE EXECUTE ON FUNCTION pgrun._enqueue_check_batch(jsonb) FROM public;
+    SELECT c.bad_ordinality, c.bad_code INTO v_bad_ord, v_bad_code
+    FROM pgrun._enqueue_check(p_requests) AS c;
+    IF v_bad_ord IS NOT NULL THEN
+        PERFORM pgrun._enqueue_raise_invalid(
+            v_bad_code, p_requests -> (v_bad_ord - 1), CASE WHEN NOT p_single THEN v_bad_ord END
+        );
+    END IF;
 
-COMMENT ON FUNCTION pgrun._enqueue_check_batch(jsonb) IS
-'Private: the element count of an enqueue request array; raises job.invalid_batch (not an array) or '
-'job.batch_too_large (over 100000), RQ003.';
-
--- Section 1 of _enqueue, tenancy: the organization each job is stamped with, and whether the
--- caller may act for it (util/_access.sql). Returns the caller's default organization (the
--- one an element without organization_id gets; NULL for none). Admins and any-organization
--- roles skip the pass over the elements. p_single => true words errors for one job.
--- Errors: access.organization_denied (42501: an element names, or defaults to, an
--- organization the caller may not act for), access.organization_required (RQ003: the caller
--- acts for several organizations and an element names none).
-CREATE OR REPLACE FUNCTION pgrun._enqueue_check_organizations(p_requests jsonb, p_single boolean)
-RETURNS uuid
-LANGUAGE plpgsql
-STABLE
-AS $$
-DECLARE
-    v_default_org uuid;
-    v_allowed_orgs uuid[];
-    v_bad_ord integer;
-    v_bad_org uuid;
-    v_where text;
-BEGIN
     SELECT w.default_organization, w.allowed_organizations INTO v_default_org, v_allowed_orgs
     FROM pgrun._caller_write_organizations() AS w;
-    IF v_allowed_orgs IS NULL THEN
-        RETURN v_default_org;
-    END IF;
-    SELECT e.ord::integer, o.org
-    INTO v_bad_ord, v_bad_org
-    FROM jsonb_array_elements(p_requests) WITH ORDINALITY AS e (elem, ord)
-    CROSS JOIN LATERAL (SELECT coalesce((e.elem ->> 'organization_id')::uuid, v_default_org) AS org) AS o
-    WHERE CASE WHEN o.org IS NULL THEN cardinality(v_allowed_orgs) > 0 ELSE o.org <> ALL (v_allowed_orgs) END
-    ORDER BY e.ord
-    LIMIT 1;
-    IF v_bad_ord IS NOT NULL THEN
-        v_where := CASE WHEN p_single THEN '' ELSE format('element %s: ', v_bad_ord) END;
-        IF v_bad_org IS NULL THEN
-            PERFORM pgrun._raise_organization_required(cardinality(v_allowed_orgs), v_where);
+    IF v_allowed_orgs IS NOT NULL THEN
+        SELECT e.ord::integer, o.org
+        INTO v_bad_ord, v_bad_org
+        FROM jsonb_array_elements(p_requests) WITH ORDINALITY AS e (elem, ord)
+        CROSS JOIN LATERAL (SELECT coalesce((e.elem ->> 'organization_id')::uuid, v_default_org) AS org) AS o
+        WHERE CASE WHEN o.org IS NULL THEN cardinality(v_allowed_orgs) > 0 ELSE o.org <> ALL (v_allowed_orgs) END
+        ORDER BY e.ord
+        LIMIT 1;
+        IF v_bad_ord IS NOT NULL THEN
+            v_where := CASE WHEN p_single THEN '' ELSE format('element %s: ', v_bad_ord) END;
+            IF v_bad_org IS NULL THEN
+                PERFORM pgrun._raise_organization_required(cardinality(v_allowed_orgs), v_where);
+            END IF;
+            PERFORM pgrun._raise_organization_denied(v_bad_org, v_where);
         END IF;
-        PERFORM pgrun._raise_organization_denied(v_bad_org, v_where);
+    END IF;
+
+    IF current_setting('transaction_isolation') NOT IN ('read committed', 'read uncommitted') THEN
+        SELECT e.ord::integer INTO v_bad_ord
+        FROM jsonb_array_elements(p_requests) WITH ORDINALITY AS e (elem, ord)
+        WHERE jsonb_typeof(e.elem -> 'idempotency_key') = 'string'
+        ORDER BY e.ord
+        LIMIT 1;
+        IF v_bad_ord IS NOT NULL THEN
+            RAISE EXCEPTION 'job.enqueue_idempotency_unsupported_isolation' USING
+                ERRCODE = 'RQ006',
+                DETAIL = format(
+                    '%sa keyed enqueue ran at isolation level %s',
+                    CASE WHEN p_single THEN '' ELSE format('element %s: ', v_bad_ord) END,
+                    current_setting('transaction_isolation')
+                ),
+                HINT = 'Run keyed enqueues in a READ COMMITTED transaction (the default), '
+                    'or leave out the idempotency key.';
+        END IF;
     END IF;
     RETURN v_default_org;
 END;
 $$;
 
-REVOKE EXECUTE ON FUNCTION pgrun._enqueue_check_organizations(jsonb, boolean) FROM public;
+REVOKE EXECUTE ON FUNCTION pgrun._enqueue_check_requests(jsonb, boolean) FROM public;
 
-COMMENT ON FUNCTION pgrun._enqueue_check_organizations(jsonb, boolean) IS
-'Private: the organization enqueue stamps on elements that name none, after checking the caller may act for '
-'every element''s; raises access.organization_denied (42501) or access.organization_required (RQ003).';
-
--- Section 1 of _enqueue, isolation: a keyed element needs READ COMMITTED, the level at which
--- a second insert of a key waits for the first and then reads its committed row (enqueue.sql,
--- Concurrency). READ UNCOMMITTED is READ COMMITTED in PostgreSQL: both see the concurrent
--- insert. Unkeyed calls pass at any level. Errors: job.enqueue_idempotency_unsupported_isolation
--- (RQ006), naming the first keyed element unless p_single.
-CREATE OR REPLACE FUNCTION pgrun._enqueue_check_isolation(p_requests jsonb, p_single boolean)
-RETURNS void
-LANGUAGE plpgsql
-STABLE
-AS $$
-DECLARE
-    v_bad_ord integer;
-BEGIN
-    IF current_setting('transaction_isolation') IN ('read committed', 'read uncommitted') THEN
-        RETURN;
-    END IF;
-    SELECT e.ord::integer INTO v_bad_ord
-    FROM jsonb_array_elements(p_requests) WITH ORDINALITY AS e (elem, ord)
-    WHERE jsonb_typeof(e.elem -> 'idempotency_key') = 'string'
-    ORDER BY e.ord
-    LIMIT 1;
-    IF v_bad_ord IS NOT NULL THEN
-        RAISE EXCEPTION 'job.enqueue_idempotency_unsupported_isolation' USING
-            ERRCODE = 'RQ006',
-            DETAIL = format(
-                '%sa keyed enqueue ran at isolation level %s',
-                CASE WHEN p_single THEN '' ELSE format('element %s: ', v_bad_ord) END,
-                current_setting('transaction_isolation')
-            ),
-            HINT = 'Run keyed enqueues in a READ COMMITTED transaction (the default), '
-                'or leave out the idempotency key.';
-    END IF;
-END;
-$$;
-
-REVOKE EXECUTE ON FUNCTION pgrun._enqueue_check_isolation(jsonb, boolean) FROM public;
-
-COMMENT ON FUNCTION pgrun._enqueue_check_isolation(jsonb, boolean) IS
-'Private: raises job.enqueue_idempotency_unsupported_isolation (RQ006) for a keyed enqueue element outside '
-'READ COMMITTED.';
-
--- Section 2 of _enqueue: the validated request array (p_count elements) as the columns of
--- its jobs, one array per column, in array order, for pgrun._enqueue_insert_jobs: a new id
--- each (pgrun._uuidv7_series), the payload (NULL as {}), the requested settings (NULL = not
--- asked), the effective run_at (run_at, else now + delay, else now), the organization (the
--- element's, else p_default_org), the key and, for a keyed element only, the snapshot of the
--- request as asked (enqueue.sql, Idempotency); keyed says whether any element has a key. A
--- column no element gives (queue, priority, max_attempts, timeout, organization, key and
--- snapshot) is NULL rather than an array of NULLs.
--- Errors: none of its own (the input was validated; a cast cannot fail on it).
-CREATE OR REPLACE FUNCTION pgrun._enqueue_parse_requests(
-    p_requests jsonb,
-    p_count integer,
-    p_default_org uuid,
-    OUT ids uuid[],
-    OUT job_types text[],
-    OUT payloads jsonb[],
-    OUT queues text[],
-    OUT priorities integer[],
-    OUT max_attempts integer[],
-    OUT timeouts integer[],
-    OUT run_ats timestamptz[],
-    OUT organization_ids uuid[],
-    OUT idempotency_keys text[],
-    OUT requests jsonb[],
-    OUT keyed boolean
-)
-LANGUAGE plpgsql
-VOLATILE
-AS $$
-DECLARE
-    v_now timestamptz := pgrun.now();
-BEGIN
-    -- A column no element gives is one NULL instead of an array of NULLs (the insert reads
-    -- both alike): the common request names a type and a payload only, and every array the
-    -- insert takes costs it a copy and an unnest.
-    SELECT
-        array_agg(q.id), array_agg(q.job_type), array_agg(q.payload),
-        CASE WHEN count(q.queue) > 0 THEN array_agg(q.queue) END,
-        CASE WHEN count(q.priority) > 0 THEN array_agg(q.priority) END,
-        CASE WHEN count(q.max_attempts) > 0 THEN array_agg(q.max_attempts) END,
-        CASE WHEN count(q.timeout_seconds) > 0 THEN array_agg(q.timeout_seconds) END,
-        array_agg(q.eff_run_at),
-        CASE WHEN count(q.organization_id) > 0 THEN array_agg(q.organization_id) END,
-        CASE WHEN count(q.idempotency_key) > 0 THEN array_agg(q.idempotency_key) END,
-        CASE WHEN count(q.idempotency_key) > 0 THEN array_agg(q.request) END,
-        count(q.idempotency_key) > 0
-    INTO ids, job_types, payloads, queues, priorities, max_attempts, timeouts, run_ats,
-        organization_ids, idempotency_keys, requests, keyed
-    FROM (
-        SELECT
-            e.ord,
-            e.id,
-            r.*,
-            coalesce(r.run_at, v_now + make_interval(secs => r.delay_seconds::double precision), v_now)
-                AS eff_run_at,
-            CASE WHEN r.idempotency_key IS NOT NULL THEN
-                jsonb_build_object('job_type', r.job_type, 'payload', r.payload)
-                || CASE WHEN r.organization_id IS NULL THEN '{}'::jsonb
-                    ELSE jsonb_build_object('organization_id', r.organization_id) END
-                || CASE WHEN r.queue IS NULL THEN '{}'::jsonb
-                    ELSE jsonb_build_object('queue', r.queue) END
-                || CASE WHEN r.priority IS NULL THEN '{}'::jsonb
-                    ELSE jsonb_build_object('priority', r.priority) END
-                || CASE WHEN r.max_attempts IS NULL THEN '{}'::jsonb
-                    ELSE jsonb_build_object('max_attempts', r.max_attempts) END
-                || CASE WHEN r.timeout_seconds IS NULL THEN '{}'::jsonb
-                    ELSE jsonb_build_object('timeout_seconds', r.timeout_seconds) END
-                || CASE WHEN r.run_at IS NULL THEN '{}'::jsonb
-                    ELSE jsonb_build_object(
-                        'run_at', to_char(r.run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
-                    ) END
-                || CASE WHEN r.delay_seconds IS NULL THEN '{}'::jsonb
-                    ELSE jsonb_build_object('delay_seconds', r.delay_seconds) END
-            END AS request
-        FROM ROWS FROM (
-            jsonb_array_elements(p_requests),
-            pgrun._uuidv7_series(p_count)
-        ) WITH ORDINALITY AS e (elem, id, ord)
-        CROSS JOIN LATERAL (
-            SELECT
-                e.elem ->> 'job_type' AS job_type,
-                coalesce(nullif(e.elem -> 'payload', 'null'::jsonb), '{}'::jsonb) AS payload,
-                e.elem ->> 'queue' AS queue,
-                (e.elem ->> 'priority')::numeric::integer AS priority,
-                (e.elem ->> 'max_attempts')::numeric::integer AS max_attempts,
-                (e.elem ->> 'timeout_seconds')::numeric::integer AS timeout_seconds,
-                (e.elem ->> 'run_at')::timestamptz AS run_at,
-                CASE jsonb_typeof(e.elem -> 'delay')
-                    WHEN 'number' THEN (e.elem ->> 'delay')::numeric
-                    WHEN 'string' THEN extract(EPOCH FROM (e.elem ->> 'delay')::interval)
-                END AS delay_seconds,
-                e.elem ->> 'idempotency_key' AS idempotency_key,
-                coalesce((e.elem ->> 'organization_id')::uuid, p_default_org) AS organization_id
-        ) AS r
-        -- the aggregates keep this order: every array lists the elements in array order
-        ORDER BY e.ord
-    ) AS q;
-END;
-$$;
-
-REVOKE EXECUTE ON FUNCTION pgrun._enqueue_parse_requests(jsonb, integer, uuid) FROM public;
-
-COMMENT ON FUNCTION pgrun._enqueue_parse_requests(jsonb, integer, uuid) IS
-'Private: a validated enqueue request array as the column arrays of its jobs (ids, settings asked, '
-'effective run_at, organization, key, snapshot) in array order, and whether any element is keyed.';
+COMMENT ON FUNCTION pgrun._enqueue_check_requests(jsonb, boolean) IS
+'Private: every check of an enqueue call before it writes (shape, fields, organizations, isolation of keyed '
+'elements); returns the organization it stamps on elements that name none.';
 
 -- Section 3 of _enqueue: the keyed elements that created nothing (their id is not in
 -- p_created, the ids the insert returned). Each must be a retry of the request that holds
@@ -627,11 +498,12 @@ COMMENT ON FUNCTION pgrun._enqueue_check_retries(
 'Private: the keyed enqueue elements that created nothing, each checked to be a retry of its key''s request; '
 'raises job.enqueue_conflicting_retry (RQ001) or job.enqueue_idempotency_race (40001).';
 
--- The core both enqueue functions call, section by section (the helpers above): 0. the
--- call's shape, 1. every element valid, the caller's organizations, the isolation level,
--- before anything is written; 2. the elements parsed into jobs and inserted through the
--- one insert every new job goes through; 3. keyed elements that created nothing checked as
--- retries; then one row per element, in array order. p_single => true words errors for one
+-- The core both enqueue functions call, section by section: 0 and 1. the call's shape,
+-- every element valid, the caller's organizations, the isolation level, before anything is
+-- written (_enqueue_check_requests); 2. the elements parsed into jobs (here) and inserted
+-- through the one insert every new job goes through; 3. keyed elements that created
+-- nothing checked as retries (_enqueue_check_retries); then one row per element, in array
+-- order. p_single => true words errors for one
 -- job (no element index). Generic plans (here and in the helpers, which inherit the setting:
 -- only the ones other callers use too set it themselves): with the default plan cache mode
 -- its statements were re-planned on every call, about a third of the cost of a single
@@ -646,51 +518,121 @@ VOLATILE
 SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
+    v_now timestamptz := pgrun.now();
     v_count integer;
-    v_bad_ord integer;
-    v_bad_code text;
     v_default_org uuid;
-    v_jobs record;
+    v_ids uuid[];
+    v_job_types text[];
+    v_payloads jsonb[];
+    v_queues text[];
+    v_priorities integer[];
+    v_max_attempts integer[];
+    v_timeouts integer[];
+    v_run_ats timestamptz[];
+    v_orgs uuid[];
+    v_keys text[];
+    v_requests jsonb[];
+    v_keyed boolean;
     v_created uuid[];
     v_pending jsonb;
 BEGIN
-    -- 0. The call's shape.
-    v_count := pgrun._enqueue_check_batch(p_requests);
+    -- 0 and 1. Validate everything before writing anything.
+    v_default_org := pgrun._enqueue_check_requests(p_requests, p_single);
+    v_count := jsonb_array_length(p_requests);
     IF v_count = 0 THEN
         RETURN;
     END IF;
 
-    -- 1. Validate everything before writing anything.
-    SELECT c.bad_ordinality, c.bad_code INTO v_bad_ord, v_bad_code
-    FROM pgrun._enqueue_check(p_requests) AS c;
-    IF v_bad_ord IS NOT NULL THEN
-        PERFORM pgrun._enqueue_raise_invalid(
-            v_bad_code, p_requests -> (v_bad_ord - 1), CASE WHEN NOT p_single THEN v_bad_ord END
-        );
-    END IF;
-    v_default_org := pgrun._enqueue_check_organizations(p_requests, p_single);
-    PERFORM pgrun._enqueue_check_isolation(p_requests, p_single);
-
-    -- 2. The jobs: parsed here, resolved, inserted, evented and announced by the shared insert.
-    v_jobs := pgrun._enqueue_parse_requests(p_requests, v_count, v_default_org);
+    -- 2. Each element as its job, one array per column, in array order: a new id
+    -- (pgrun._uuidv7_series), the payload (NULL as {}), the settings asked (NULL = not asked),
+    -- the effective run_at (run_at, else now + delay, else now), the organization (the
+    -- element's, else the default), the key and, for a keyed element only, the snapshot of
+    -- the request as asked (enqueue.sql, Idempotency). Written here, not in a helper: arrays
+    -- handed out of a function are copied twice more. Then the shared insert resolves,
+    -- inserts, events and announces them.
+    -- A column no element gives is one NULL instead of an array of NULLs (the insert reads
+    -- both alike): the common request names a type and a payload only, and every array the
+    -- insert takes costs it a copy and an unnest.
+    SELECT
+        array_agg(q.id), array_agg(q.job_type), array_agg(q.payload),
+        CASE WHEN count(q.queue) > 0 THEN array_agg(q.queue) END,
+        CASE WHEN count(q.priority) > 0 THEN array_agg(q.priority) END,
+        CASE WHEN count(q.max_attempts) > 0 THEN array_agg(q.max_attempts) END,
+        CASE WHEN count(q.timeout_seconds) > 0 THEN array_agg(q.timeout_seconds) END,
+        array_agg(q.eff_run_at),
+        CASE WHEN count(q.organization_id) > 0 THEN array_agg(q.organization_id) END,
+        CASE WHEN count(q.idempotency_key) > 0 THEN array_agg(q.idempotency_key) END,
+        CASE WHEN count(q.idempotency_key) > 0 THEN array_agg(q.request) END,
+        count(q.idempotency_key) > 0
+    INTO v_ids, v_job_types, v_payloads, v_queues, v_priorities, v_max_attempts, v_timeouts, v_run_ats,
+        v_orgs, v_keys, v_requests, v_keyed
+    FROM (
+        SELECT
+            e.ord,
+            e.id,
+            r.*,
+            coalesce(r.run_at, v_now + make_interval(secs => r.delay_seconds::double precision), v_now)
+                AS eff_run_at,
+            CASE WHEN r.idempotency_key IS NOT NULL THEN
+                jsonb_build_object('job_type', r.job_type, 'payload', r.payload)
+                || CASE WHEN r.organization_id IS NULL THEN '{}'::jsonb
+                    ELSE jsonb_build_object('organization_id', r.organization_id) END
+                || CASE WHEN r.queue IS NULL THEN '{}'::jsonb
+                    ELSE jsonb_build_object('queue', r.queue) END
+                || CASE WHEN r.priority IS NULL THEN '{}'::jsonb
+                    ELSE jsonb_build_object('priority', r.priority) END
+                || CASE WHEN r.max_attempts IS NULL THEN '{}'::jsonb
+                    ELSE jsonb_build_object('max_attempts', r.max_attempts) END
+                || CASE WHEN r.timeout_seconds IS NULL THEN '{}'::jsonb
+                    ELSE jsonb_build_object('timeout_seconds', r.timeout_seconds) END
+                || CASE WHEN r.run_at IS NULL THEN '{}'::jsonb
+                    ELSE jsonb_build_object(
+                        'run_at', to_char(r.run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+                    ) END
+                || CASE WHEN r.delay_seconds IS NULL THEN '{}'::jsonb
+                    ELSE jsonb_build_object('delay_seconds', r.delay_seconds) END
+            END AS request
+        FROM ROWS FROM (
+            jsonb_array_elements(p_requests),
+            pgrun._uuidv7_series(v_count)
+        ) WITH ORDINALITY AS e (elem, id, ord)
+        CROSS JOIN LATERAL (
+            SELECT
+                e.elem ->> 'job_type' AS job_type,
+                coalesce(nullif(e.elem -> 'payload', 'null'::jsonb), '{}'::jsonb) AS payload,
+                e.elem ->> 'queue' AS queue,
+                (e.elem ->> 'priority')::numeric::integer AS priority,
+                (e.elem ->> 'max_attempts')::numeric::integer AS max_attempts,
+                (e.elem ->> 'timeout_seconds')::numeric::integer AS timeout_seconds,
+                (e.elem ->> 'run_at')::timestamptz AS run_at,
+                CASE jsonb_typeof(e.elem -> 'delay')
+                    WHEN 'number' THEN (e.elem ->> 'delay')::numeric
+                    WHEN 'string' THEN extract(EPOCH FROM (e.elem ->> 'delay')::interval)
+                END AS delay_seconds,
+                e.elem ->> 'idempotency_key' AS idempotency_key,
+                coalesce((e.elem ->> 'organization_id')::uuid, v_default_org) AS organization_id
+        ) AS r
+        -- the aggregates keep this order: every array lists the elements in array order
+        ORDER BY e.ord
+    ) AS q;
     v_created := pgrun._enqueue_insert_jobs(
-        v_jobs.ids, v_jobs.job_types, v_jobs.payloads, v_jobs.queues, v_jobs.priorities,
-        v_jobs.max_attempts, v_jobs.timeouts, v_jobs.run_ats, v_jobs.organization_ids,
-        v_jobs.idempotency_keys, v_jobs.requests, NULL, NULL, NULL
+        v_ids, v_job_types, v_payloads, v_queues, v_priorities,
+        v_max_attempts, v_timeouts, v_run_ats, v_orgs,
+        v_keys, v_requests, NULL, NULL, NULL
     );
 
     -- 3. Keyed elements that created nothing: an identical earlier request, or a conflict.
-    IF v_jobs.keyed THEN
+    IF v_keyed THEN
         v_pending := pgrun._enqueue_check_retries(
-            v_jobs.ids, v_jobs.job_types, v_jobs.organization_ids, v_jobs.idempotency_keys,
-            v_jobs.requests, v_created, p_single
+            v_ids, v_job_types, v_orgs, v_keys,
+            v_requests, v_created, p_single
         );
     END IF;
 
     IF v_pending IS NULL THEN
         RETURN QUERY
         SELECT u.ord::integer, u.id, TRUE, 'queued'::text, u.run_at
-        FROM unnest(v_jobs.ids, v_jobs.run_ats) WITH ORDINALITY AS u (id, run_at, ord)
+        FROM unnest(v_ids, v_run_ats) WITH ORDINALITY AS u (id, run_at, ord)
         ORDER BY u.ord;
         RETURN;
     END IF;
@@ -702,7 +644,7 @@ BEGIN
         e.ordinality IS NULL,
         coalesce(e.status, 'queued'),
         coalesce(e.run_at, u.run_at)
-    FROM unnest(v_jobs.ids, v_jobs.run_ats) WITH ORDINALITY AS u (id, run_at, ord)
+    FROM unnest(v_ids, v_run_ats) WITH ORDINALITY AS u (id, run_at, ord)
     LEFT JOIN (
         SELECT p.ordinality, x.id, x.status, x.run_at
         FROM jsonb_to_recordset(v_pending) AS p (
