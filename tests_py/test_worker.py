@@ -198,6 +198,12 @@ def test_claims_only_as_many_jobs_as_it_has_free_slots(db: str) -> None:
         nonlocal running, peak
         running += 1
         peak = max(peak, running)
+        # Hold the slot until all three have been busy at once (bounded): the claim that fills
+        # the third slot may come late on a loaded machine, and a fixed sleep alone would let
+        # the first two finish before it, so peak == 3 would depend on timing.
+        deadline = time.monotonic() + 10
+        while peak < 3 and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
         await asyncio.sleep(0.2)
         running -= 1
 
@@ -249,7 +255,9 @@ def test_notify_wakes_an_idle_worker_at_once(db: str) -> None:
     latencies = sorted((started[i] - enqueued[i]) * 1000 for i in enqueued if i != "0")
     p50, p99 = statistics.median(latencies), latencies[-1]
     print(f"\nNOTIFY wake latency over {len(latencies)} jobs: p50 {p50:.1f} ms, max {p99:.1f} ms")
-    assert p50 < 50, latencies
+    # Woken by the poll alone, the median would be near half the 5 s interval; NOTIFY gives a
+    # few ms. The bar sits far from both, so a loaded machine does not fail it.
+    assert p50 < 250, latencies
 
 
 def test_a_lost_lease_drops_the_outcome_and_is_logged(db: str, caplog: pytest.LogCaptureFixture) -> None:
