@@ -258,3 +258,51 @@ def test_a_lock_timeout_that_is_not_a_number_of_seconds_is_refused(
     with pytest.raises(migrate.MigrationError, match="lock timeout"):
         migrate.lock_timeout_seconds()
     assert migrate.lock_timeout_seconds(2.5) == 2.5
+
+
+def _tree_with_comment(tmp_path: Path, name: str) -> Path:
+    """This code's schema with one comment added to the plpgsql tree: another version of it."""
+    root = tmp_path / name
+    shutil.copytree(REPO / "sql", root / "sql")
+    shutil.copytree(REPO / "plpgsql", root / "plpgsql")
+    util = root / "plpgsql" / "util" / "uuid.sql"
+    util.write_text(util.read_text() + f"\n-- tree {name}\n")
+    return root
+
+
+def _recorded_tree_checksum(dsn: str) -> str:
+    version = migrate.plpgsql_tree().version
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute("SELECT checksum FROM pgrun.schema_migrations WHERE version = %s", [version]).fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+def test_two_versions_migrating_at_once_do_not_take_turns_for_ever(
+    db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Migrate A applies its plpgsql tree; before its next step, migrate B (other code) applies
+    its own. A then finds B's tree recorded and leaves it: applying its own again is how two
+    versions of the app (a rolling deploy) re-applied their trees in turn for ever."""
+    tree_a, tree_b = _tree_with_comment(tmp_path, "a"), _tree_with_comment(tmp_path, "b")
+    checksum_b = migrate.plpgsql_tree(tree_b).checksum
+    monkeypatch.setenv("PGRUN_SCHEMA_DIR", str(tree_a))
+    real_lock = migrate._lock
+    steps: list[int] = []
+
+    def lock_after_b_ran(conn: psycopg.Connection[tuple[object, ...]], timeout: float) -> object:
+        steps.append(1)
+        if len(steps) == 2:  # A applied its tree and committed; B runs to its end in between
+            other = pgrun_migrate(db, tree_b, 30)
+            _, err = other.communicate(timeout=120)
+            assert other.returncode == 0, err
+            assert _recorded_tree_checksum(db) == checksum_b
+        return real_lock(conn, timeout)
+
+    monkeypatch.setattr(migrate, "_lock", lock_after_b_ran)
+    warnings: list[str] = []
+    applied = migrate.migrate(db, warnings=warnings)
+    assert applied == [migrate.plpgsql_tree(tree_a).label]
+    assert _recorded_tree_checksum(db) == checksum_b, "A applied its tree again over B's"
+    assert len(steps) == 2
+    assert any("another migrate applied different code after this one" in w for w in warnings), warnings

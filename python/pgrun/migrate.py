@@ -460,6 +460,19 @@ def migrate(
                 history = _lock(conn, timeout)
                 _refuse(conn, code, history, wanted_prefix)
                 due = next((m for m in code if not _is_applied(m, history)), None)
+                if due is not None and due.label in applied:
+                    # Another migrator recorded other code over what this run applied (two
+                    # versions of the app migrating at once, e.g. in a rolling deploy). Applying
+                    # ours again would make the two take turns for ever: the later one stands.
+                    note = (
+                        f"{due.label}: another migrate applied different code after this one; "
+                        "left as it is (check-schema shows which code the database runs)"
+                    )
+                    if warnings is not None:
+                        warnings.append(note)
+                    if log is not None:
+                        log.append(f"not applied again: {note}")
+                    break
                 if due is None:
                     if not applied and security_drift(conn):
                         row = conn.execute(_SECURITY_APPLY).fetchone()
