@@ -273,7 +273,9 @@ def _tree_with_comment(tmp_path: Path, name: str) -> Path:
 def _recorded_tree_checksum(dsn: str) -> str:
     version = migrate.plpgsql_tree().version
     with psycopg.connect(dsn) as conn:
-        row = conn.execute("SELECT checksum FROM pgrun.schema_migrations WHERE version = %s", [version]).fetchone()
+        row = conn.execute(
+            "SELECT checksum FROM pgrun.schema_migrations WHERE version = %s", [version]
+        ).fetchone()
     assert row is not None
     return str(row[0])
 
