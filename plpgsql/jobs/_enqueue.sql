@@ -391,13 +391,13 @@ COMMENT ON FUNCTION pgrun._enqueue_check_requests(jsonb, boolean) IS
 -- Section 3 of _enqueue: the keyed elements that created nothing (their id is not in
 -- p_created, the ids the insert returned). Each must be a retry of the request that holds
 -- its key: the stored snapshot equals the element's. Returns them, in array order, as a
--- JSON array of {ordinality, job_type, organization_id, idempotency_key} for the result
--- (NULL when every keyed element created its job). The existing row is read in this new
--- statement, which sees a concurrent insert committed while the insert waited for it
--- (READ COMMITTED). Errors: job.enqueue_conflicting_retry (RQ001: the key holds a different
--- request; DETAIL lists the keys that differ), job.enqueue_idempotency_race (40001: the row
--- holding the key is gone, e.g. purged meanwhile), each naming the first such element
--- unless p_single.
+-- JSON array of {ordinality, id, status, run_at}, the job each key names as it is now, for
+-- the result (NULL when every keyed element created its job). The existing rows are read
+-- once, in this new statement, which sees a concurrent insert committed while the insert
+-- waited for it (READ COMMITTED). Errors: job.enqueue_conflicting_retry (RQ001: the key
+-- holds a different request; DETAIL lists the keys that differ),
+-- job.enqueue_idempotency_race (40001: the row holding the key is gone, e.g. purged
+-- meanwhile), each naming the first such element unless p_single.
 CREATE OR REPLACE FUNCTION pgrun._enqueue_check_retries(
     p_ids uuid[],
     p_job_types text[],
@@ -412,52 +412,47 @@ LANGUAGE plpgsql
 STABLE
 AS $$
 DECLARE
-    v_pending jsonb;
+    v_found jsonb;
     v_bad_ord integer;
     v_existing_id uuid;
     v_existing_request jsonb;
     v_request jsonb;
     v_where text;
 BEGIN
-    SELECT jsonb_agg(
-        jsonb_build_object(
-            'ordinality', u.ord,
-            'job_type', u.job_type,
-            'organization_id', u.organization_id,
-            'idempotency_key', u.idempotency_key,
-            'request', u.request
-        )
-        ORDER BY u.ord
+    WITH found AS MATERIALIZED (
+        SELECT u.ord, u.request, x.id, x.status, x.run_at, x.enqueue_request
+        FROM unnest(p_ids, p_job_types, p_organization_ids, p_idempotency_keys, p_requests)
+            WITH ORDINALITY AS u (id, job_type, organization_id, idempotency_key, request, ord)
+        -- LIMIT keeps this a per-element probe of jobs_idempotency_idx, never a join over jobs
+        LEFT JOIN LATERAL (
+            SELECT h.id, h.status, h.run_at, h.enqueue_request
+            FROM pgrun.jobs AS h
+            WHERE h.job_type = u.job_type
+                AND coalesce(h.organization_id, '00000000-0000-0000-0000-000000000000'::uuid)
+                = coalesce(u.organization_id, '00000000-0000-0000-0000-000000000000'::uuid)
+                AND h.idempotency_key = u.idempotency_key
+            LIMIT 1
+        ) AS x ON TRUE
+        WHERE u.idempotency_key IS NOT NULL
+            AND NOT EXISTS (SELECT FROM unnest(p_created) AS c (id) WHERE c.id = u.id)
     )
-    INTO v_pending
-    FROM unnest(p_ids, p_job_types, p_organization_ids, p_idempotency_keys, p_requests)
-        WITH ORDINALITY AS u (id, job_type, organization_id, idempotency_key, request, ord)
-    WHERE u.idempotency_key IS NOT NULL
-        AND NOT EXISTS (SELECT FROM unnest(p_created) AS c (id) WHERE c.id = u.id);
-    IF v_pending IS NULL THEN
-        RETURN NULL;
-    END IF;
-
-    SELECT p.ordinality, x.id, x.enqueue_request, p.request
-    INTO v_bad_ord, v_existing_id, v_existing_request, v_request
-    FROM jsonb_to_recordset(v_pending) AS p (
-        ordinality integer, job_type text, organization_id uuid, idempotency_key text, request jsonb
-    )
-    -- LIMIT keeps this a per-element probe of jobs_idempotency_idx, never a join over jobs
+    SELECT
+        (SELECT jsonb_agg(
+            jsonb_build_object('ordinality', f.ord, 'id', f.id, 'status', f.status, 'run_at', f.run_at)
+            ORDER BY f.ord
+        ) FROM found AS f),
+        b.ord, b.id, b.enqueue_request, b.request
+    INTO v_found, v_bad_ord, v_existing_id, v_existing_request, v_request
+    FROM (SELECT 1) AS one
     LEFT JOIN LATERAL (
-        SELECT h.id, h.enqueue_request
-        FROM pgrun.jobs AS h
-        WHERE h.job_type = p.job_type
-            AND coalesce(h.organization_id, '00000000-0000-0000-0000-000000000000'::uuid)
-            = coalesce(p.organization_id, '00000000-0000-0000-0000-000000000000'::uuid)
-            AND h.idempotency_key = p.idempotency_key
+        SELECT f.ord::integer AS ord, f.id, f.enqueue_request, f.request
+        FROM found AS f
+        WHERE f.id IS NULL OR f.enqueue_request IS DISTINCT FROM f.request
+        ORDER BY f.ord
         LIMIT 1
-    ) AS x ON TRUE
-    WHERE x.id IS NULL OR x.enqueue_request IS DISTINCT FROM p.request
-    ORDER BY p.ordinality
-    LIMIT 1;
+    ) AS b ON TRUE;
     IF v_bad_ord IS NULL THEN
-        RETURN v_pending;
+        RETURN v_found;
     END IF;
     v_where := CASE WHEN p_single THEN '' ELSE format('element %s: ', v_bad_ord) END;
     IF v_existing_id IS NULL THEN
@@ -636,7 +631,7 @@ BEGIN
         ORDER BY u.ord;
         RETURN;
     END IF;
-    -- a retried element returns the job its key names, as it is now
+    -- a retried element returns the job its key names, as _enqueue_check_retries read it
     RETURN QUERY
     SELECT
         u.ord::integer,
@@ -645,21 +640,8 @@ BEGIN
         coalesce(e.status, 'queued'),
         coalesce(e.run_at, u.run_at)
     FROM unnest(v_ids, v_run_ats) WITH ORDINALITY AS u (id, run_at, ord)
-    LEFT JOIN (
-        SELECT p.ordinality, x.id, x.status, x.run_at
-        FROM jsonb_to_recordset(v_pending) AS p (
-            ordinality integer, job_type text, organization_id uuid, idempotency_key text
-        )
-        CROSS JOIN LATERAL (
-            SELECT h.id, h.status, h.run_at
-            FROM pgrun.jobs AS h
-            WHERE h.job_type = p.job_type
-                AND coalesce(h.organization_id, '00000000-0000-0000-0000-000000000000'::uuid)
-                = coalesce(p.organization_id, '00000000-0000-0000-0000-000000000000'::uuid)
-                AND h.idempotency_key = p.idempotency_key
-            LIMIT 1
-        ) AS x
-    ) AS e ON e.ordinality = u.ord
+    LEFT JOIN jsonb_to_recordset(v_pending) AS e (ordinality integer, id uuid, status text, run_at timestamptz)
+        ON e.ordinality = u.ord
     ORDER BY u.ord;
 END;
 $$;
