@@ -60,6 +60,7 @@ AS $$
         ('list_schedules', '{admin,producer,reader}'),
         ('queue_depth', '{admin,producer,reader}'),
         ('job_metrics', '{admin,producer,reader}'),
+        ('dashboard_overview', '{admin,producer,reader}'),
         -- the worker's lease machine, the reaper and the scheduler
         ('claim_jobs', '{admin,worker}'),
         ('heartbeat_jobs', '{admin,worker}'),

@@ -32,6 +32,7 @@ INSERT INTO expected VALUES
     ('list_schedules', '{admin,producer,reader}'),
     ('queue_depth', '{admin,producer,reader}'),
     ('job_metrics', '{admin,producer,reader}'),
+    ('dashboard_overview', '{admin,producer,reader}'),
     ('claim_jobs', '{admin,worker}'),
     ('heartbeat_jobs', '{admin,worker}'),
     ('report_progress', '{admin,worker}'),
