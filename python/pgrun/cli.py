@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
@@ -26,6 +26,10 @@ from pgrun.client import Client
 from pgrun.errors import PgrunError
 from pgrun.reaper import PURGE_BATCH
 from pgrun.server import EmbeddedServer, ServerError
+
+if TYPE_CHECKING:
+    from pgrun.config import Config
+    from pgrun.metrics import NoMetrics
 
 # A password in a command-line argument is visible to every user of the machine (ps).
 _URL_HELP = "defaults to $DATABASE_URL; keep passwords out of it (DATABASE_URL or ~/.pgpass instead)"
@@ -178,8 +182,15 @@ def cmd_worker(args: argparse.Namespace) -> int:
     overrides: dict[str, object] = {"database_url": _database_url(args)}
     if args.concurrency is not None:
         overrides["max_global_concurrency"] = args.concurrency
+    if args.metrics_port is not None:
+        overrides["metrics_port"] = args.metrics_port
+    if args.metrics_host is not None:
+        overrides["metrics_host"] = args.metrics_host
+    if args.metrics_queue_depth:
+        overrides["metrics_queue_depth"] = True
     config = config.with_overrides(**overrides)
     app = load_app(args.app, args.app_dir)
+    worker_metrics = _start_metrics(config)
     if not args.no_scheduler:
         # the cron scheduler runs on every worker host unless told not to (pgrun.scheduler)
         from pgrun.scheduler import loop_factory
@@ -193,8 +204,41 @@ def cmd_worker(args: argparse.Namespace) -> int:
         reaper=not args.no_reaper,
         exclude=tuple(getattr(args, "exclude_loops", ()) or ())
         + (("scheduler",) if args.no_scheduler else ()),
+        metrics=worker_metrics,
     )
     return runner.run(app, config, loops)
+
+
+def _start_metrics(config: Config) -> NoMetrics:
+    """The worker's metrics and their HTTP endpoint when a metrics port is set (else the no-op
+    hooks). One line and exit 1 when prometheus_client is missing or the port is taken."""
+    from pgrun import metrics
+
+    if config.metrics_port is None:
+        if config.metrics_queue_depth:
+            logging.getLogger("pgrun.metrics").warning(
+                "--metrics-queue-depth without --metrics-port (JOBS_METRICS_PORT): nothing served"
+            )
+        return metrics.NO_METRICS
+    try:
+        worker_metrics = metrics.WorkerMetrics()
+        metrics.add_process_collectors(worker_metrics.registry)
+        if config.metrics_queue_depth:
+            worker_metrics.registry.register(metrics.QueueDepthCollector(config.database_url))
+        metrics.serve(worker_metrics.registry, config.metrics_port, config.metrics_host)
+    except metrics.MetricsUnavailable as exc:
+        raise SystemExit(f"pgrun worker: {exc}") from None
+    except OSError as exc:
+        raise SystemExit(
+            f"pgrun worker: cannot serve metrics on {config.metrics_host}:{config.metrics_port}: {exc}"
+        ) from None
+    logging.getLogger("pgrun.metrics").info(
+        "metrics at http://%s:%d/metrics%s",
+        config.metrics_host,
+        config.metrics_port,
+        " (with queue depth)" if config.metrics_queue_depth else "",
+    )
+    return worker_metrics
 
 
 def _client(args: argparse.Namespace) -> Client:
@@ -407,6 +451,21 @@ def add_operation_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
         help="do not run the cron scheduler loop here (nor upsert the app's @app.periodic schedules)",
     )
     p.add_argument("--log-level", default="info", help="debug, info (default), warning, error")
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        help="serve Prometheus metrics on this port (overrides JOBS_METRICS_PORT; needs the "
+        "pgrun[dashboard] extra; docs/metrics.md)",
+    )
+    p.add_argument(
+        "--metrics-host", help="the address the metrics endpoint binds (default 127.0.0.1, JOBS_METRICS_HOST)"
+    )
+    p.add_argument(
+        "--metrics-queue-depth",
+        action="store_true",
+        help="also serve the queue-depth gauges read from the database at each scrape "
+        "(JOBS_METRICS_QUEUE_DEPTH); turn it on for ONE worker only",
+    )
     p.set_defaults(func=cmd_worker)
 
     p = _client_command(sub, "enqueue", _enqueue, "enqueue one job")

@@ -16,6 +16,9 @@ the nearest safe value (out of range), with a warning that names the variable.
 | JOBS_RETENTION_HOURS | 168 (7 days) | 0 .. 876000; 0 = never purge |
 | JOBS_SHUTDOWN_GRACE_SECONDS | 30 | 0 .. 86400 |
 | JOBS_STORE_TRACEBACKS | false | true/false (1/0, yes/no, on/off) |
+| JOBS_METRICS_PORT | unset: no metrics endpoint | 1 .. 65535 |
+| JOBS_METRICS_HOST | 127.0.0.1 | the address the metrics endpoint binds |
+| JOBS_METRICS_QUEUE_DEPTH | false | true/false: this worker also serves the queue-depth gauges |
 """
 
 from __future__ import annotations
@@ -46,6 +49,11 @@ class Config:
     #: Store a crashed handler's whole traceback as its error message (default: the exception's
     #: type and clipped text only; the traceback always goes to the worker's log).
     store_tracebacks: bool = False
+    #: Serve Prometheus metrics on this port (docs/metrics.md); None: no endpoint.
+    metrics_port: int | None = None
+    metrics_host: str = "127.0.0.1"
+    #: Also read queue_depth() for the metrics endpoint: turn it on for one worker only.
+    metrics_queue_depth: bool = False
 
     @property
     def poll_interval(self) -> float:
@@ -72,10 +80,14 @@ _INTEGERS: tuple[tuple[str, str, int, int], ...] = (
     ("JOBS_REAPER_RETRY_DELAY_MS", "reaper_retry_delay_ms", 0, 86_400_000),
     ("JOBS_RETENTION_HOURS", "retention_hours", 0, 876_000),
     ("JOBS_SHUTDOWN_GRACE_SECONDS", "shutdown_grace_seconds", 0, 86_400),
+    ("JOBS_METRICS_PORT", "metrics_port", 1, 65_535),
 )
 _MAX_WORKER_ID = 200
 # variable, field
-_BOOLEANS: tuple[tuple[str, str], ...] = (("JOBS_STORE_TRACEBACKS", "store_tracebacks"),)
+_BOOLEANS: tuple[tuple[str, str], ...] = (
+    ("JOBS_STORE_TRACEBACKS", "store_tracebacks"),
+    ("JOBS_METRICS_QUEUE_DEPTH", "metrics_queue_depth"),
+)
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
 
@@ -132,5 +144,8 @@ def from_env(environ: Mapping[str, str] | None = None) -> Config:
             default = getattr(defaults, attr)
             log.warning("%s=%r is not true or false (1/0, yes/no, on/off); using %s", name, raw, default)
     values["worker_id"] = env.get("JOBS_WORKER_ID", "")
+    host = env.get("JOBS_METRICS_HOST", "").strip()
+    if host:
+        values["metrics_host"] = host
     values["database_url"] = env.get("DATABASE_URL", "")
     return _clamped(replace(defaults, **values))  # type: ignore[arg-type]

@@ -47,6 +47,10 @@ One ``Worker`` is a handful of asyncio tasks sharing one connection pool:
 Nothing here decides a job's fate: retry or dead, cancelled or not, lease valid or not —
 the SQL functions answer, and the worker does what the answer says.
 
+Metrics (``metrics``, docs/metrics.md): claims, handler run times, flushes and what the SQL
+answered for each outcome are reported to a ``pgrun.metrics.WorkerMetrics``; without
+``--metrics-port`` the worker holds ``NO_METRICS``, whose hooks do nothing.
+
 Stopping (``stop`` set, e.g. by SIGTERM): claim nothing more, give running handlers
 ``JOBS_SHUTDOWN_GRACE_SECONDS`` to finish, write their outcomes, and return. Handlers
 still running after that are abandoned; their leases expire and the reaper retries them.
@@ -86,6 +90,7 @@ from pgrun.app import (
 from pgrun.client import AsyncClient, Failure
 from pgrun.config import Config
 from pgrun.errors import ConflictError, InvalidInputError, LeaseLostError, PgrunError
+from pgrun.metrics import NO_METRICS, NoMetrics
 from pgrun.results import BatchOutcome, ClaimedJob, JsonObject, UndecodableJson
 
 log = logging.getLogger("pgrun.worker")
@@ -171,6 +176,7 @@ class Worker:
         config: Config,
         *,
         queues: Iterable[str] | None = None,
+        metrics: NoMetrics = NO_METRICS,
     ) -> None:
         self.app = app
         self.client = client
@@ -196,6 +202,9 @@ class Worker:
         # Parked writes may each wait out a lock timeout: they never take more than these
         # connections from the pool, which claims and heartbeats share.
         self._parked_writes = asyncio.Semaphore(PARKED_WRITES)
+        #: pgrun.metrics.WorkerMetrics with --metrics-port, else hooks that do nothing.
+        self._metrics = metrics
+        metrics.watch_buffer(self._unwritten)
 
     # -- public --------------------------------------------------------------------------
 
@@ -207,6 +216,10 @@ class Worker:
     @property
     def running_count(self) -> int:
         return len(self._handlers)
+
+    def _unwritten(self) -> int:
+        """Outcomes not written yet: buffered, or parked with their workflow run."""
+        return len(self._buffer) + sum(len(parked) for parked in self._parked.values())
 
     async def run(self, stop: asyncio.Event) -> None:
         """Run until ``stop`` is set, then shut down gracefully (see the module docstring)."""
@@ -262,6 +275,7 @@ class Worker:
             free = self.slots - len(self._handlers)
             if free > 0 and self._maybe_ready:
                 wanted = min(free, self.config.claim_batch_size)
+                started = time.perf_counter()
                 try:
                     jobs = await self.client.claim_jobs(
                         self.config.worker_id,
@@ -276,6 +290,7 @@ class Worker:
                     delay = min(delay * 2, RETRY_MAX)
                     continue
                 delay = RETRY_MIN
+                self._metrics.claimed(jobs, time.perf_counter() - started)
                 # A short claim means the ready set is drained (for us): wait for news.
                 self._maybe_ready = len(jobs) == wanted
                 for job in jobs:
@@ -313,6 +328,7 @@ class Worker:
             self._buffer.append(self._failure(running, "payload_invalid", undecodable, retryable=False))
             self._buffered.set()
             return
+        started = time.perf_counter()
         try:
             if spec is None:  # claim_jobs only hands out registered types; be safe anyway
                 raise Fail(f"no handler for job type {job.job_type!r} in this worker", retryable=True)
@@ -350,7 +366,8 @@ class Worker:
                 running, str(fail.code), str(fail.message), retryable=fail.retryable, error=fail
             )
         except LeaseLostError:
-            running.lost = True
+            self._metrics.handled(job, time.perf_counter() - started)
+            self._lose(running)
             self._forget(running, "a write under its lease was refused (job.lease_lost)")
             return
         except asyncio.CancelledError:
@@ -367,6 +384,7 @@ class Worker:
             )
             message = _crash_message(exc, full=self.config.store_tracebacks)
             outcome = self._failure(running, "crashed", message, retryable=True, error=exc)
+        self._metrics.handled(job, time.perf_counter() - started)
         if running.lost:
             self._forget(running, "its lease was lost while the handler ran; dropping its outcome")
             return
@@ -405,6 +423,12 @@ class Worker:
             )
         return redacted
 
+    def _lose(self, running: _Running) -> None:
+        """Mark the lease lost (counted once, however many writes learn of it)."""
+        if not running.lost:
+            running.lost = True
+            self._metrics.outcome("lease_lost", running.job)
+
     def _forget(self, running: _Running, why: str) -> None:
         self._leases.pop(running.job.job_id, None)
         log.warning("job %s (%s): %s", running.job.job_id, running.job.job_type, why)
@@ -438,6 +462,7 @@ class Worker:
         if not batch:
             return
         self._flush_idle.clear()
+        started = time.perf_counter()
         try:
             pending = await self._write(batch)
         except Exception:
@@ -449,6 +474,7 @@ class Worker:
             pending = _Pending()
         finally:
             self._flush_idle.set()
+            self._metrics.flushed(time.perf_counter() - started)
         self._park(pending.conflicted)
         if pending.retry:
             self._buffer[:0] = pending.retry
@@ -598,6 +624,7 @@ class Worker:
                 delay=_interval(follow_up.delay),
             )
         except LeaseLostError:
+            self._lose(outcome.running)
             self._forget(outcome.running, "continue_job refused: the lease was lost")
             return
         except Exception as exc:
@@ -613,6 +640,7 @@ class Worker:
                 self._drop(outcome, exc)
             return
         self._leases.pop(job.job_id, None)
+        self._metrics.outcome("continued", job)
         self._wake_at(result.run_at)
 
     def _settle(self, rows: list[BatchOutcome], outcomes: list[_Outcome], pending: _Pending) -> None:
@@ -629,11 +657,16 @@ class Worker:
                 continue
             running = self._leases.pop(row.job_id, None)
             if row.outcome == "lease_lost":
+                if outcome is not None:
+                    self._lose(outcome.running)
                 job_type = running.job.job_type if running else "?"
                 log.warning(
                     "job %s (%s): outcome not written, lease lost (%s)", row.job_id, job_type, row.lost_reason
                 )
-            elif row.outcome == "retry_scheduled":
+                continue
+            if outcome is not None:  # what the SQL answered: succeeded, retry_scheduled, dead, ...
+                self._metrics.outcome(row.outcome, outcome.running.job)
+            if row.outcome == "retry_scheduled":
                 self._wake_at(row.run_at)
 
     # -- outcomes waiting for a workflow run ------------------------------------------------
@@ -736,7 +769,7 @@ class Worker:
                 if running is None:
                     continue
                 if not row.renewed:
-                    running.lost = True
+                    self._lose(running)
                     running.cancelled.set()
                     log.warning(
                         "job %s (%s): lease lost; the handler is told to stop and its writes are dropped",
