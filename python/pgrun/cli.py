@@ -562,6 +562,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_dev)
 
     add_operation_commands(sub)
+    # `pgrun dashboard` (docs/dashboard.md): its own module; the web stack loads only when it runs
+    from pgrun.dashboard.cli import add_dashboard_command
+
+    add_dashboard_command(sub, _database_url, _URL_HELP)
     return parser
 
 
