@@ -134,6 +134,16 @@ def test_the_jobs_list_filters_by_creation_time_and_error_text(
     assert "this page read 12 jobs" in text
 
 
+def test_metrics_serves_the_queue_depth_gauges(client: TestClient) -> None:
+    r = client.get("/metrics")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
+    # the seed: three mail.send jobs without an organization and one of another organization (admin: all)
+    line = next(
+        x for x in r.text.splitlines() if x.startswith("pgrun_queue_ready_jobs{") and "mail.send" in x
+    )
+    assert float(line.rsplit(" ", 1)[1]) == 4.0
+
+
 def test_uuid7_floor_orders_like_creation_time() -> None:
     t = datetime(2030, 1, 1, 12, 0, 0, tzinfo=UTC)
     assert uuid7_floor(t) < uuid7_floor(t + timedelta(milliseconds=1))

@@ -19,6 +19,7 @@ from urllib.parse import urlencode
 from uuid import UUID
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -175,6 +176,8 @@ def create_app(
             yield
         finally:
             await client.close()
+            if metrics is not None:
+                await run_in_threadpool(metrics.close)
 
     def store() -> Store:
         return state["store"]
@@ -453,9 +456,9 @@ def create_app(
         Route("/login", login, methods=["GET", "POST"]),
         Mount("/static", app=StaticFiles(directory=str(HERE / "static")), name="static"),
     ]
-    metrics = _metrics_app(dsn)
+    metrics = _metrics(dsn)
     if metrics is not None:
-        routes.append(Mount("/metrics", app=metrics))
+        routes.append(Route("/metrics", metrics.endpoint))
     app = Starlette(
         routes=routes,
         middleware=[Middleware(GuardMiddleware, guard=guard)],
@@ -477,11 +480,32 @@ def _verb(request: Request) -> bool:
     return verb == "pause"
 
 
-def _metrics_app(dsn: str) -> Any:
-    """The Prometheus endpoint of pgrun.metrics, when that module offers an ASGI app."""
+class _Metrics:
+    """``/metrics``: the queue-depth gauges of pgrun.metrics (prometheus_client), read from the
+    database at each scrape in a worker thread, so a slow read never stalls the pages; its
+    connection closes with the app. Absent when prometheus_client is not installed."""
+
+    def __init__(self, dsn: str) -> None:
+        from prometheus_client import CollectorRegistry
+
+        from pgrun.metrics import QueueDepthCollector
+
+        self.collector = QueueDepthCollector(dsn)
+        self.registry = CollectorRegistry()
+        self.registry.register(self.collector)
+
+    async def endpoint(self, request: Request) -> Response:
+        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+        body = await run_in_threadpool(generate_latest, self.registry)
+        return Response(body, media_type=CONTENT_TYPE_LATEST)
+
+    def close(self) -> None:
+        self.collector.close()
+
+
+def _metrics(dsn: str) -> _Metrics | None:
     try:
-        from pgrun import metrics
-    except ImportError:
+        return _Metrics(dsn)
+    except (ImportError, RuntimeError):  # no prometheus_client (pgrun.metrics.MetricsUnavailable)
         return None
-    factory = getattr(metrics, "dashboard_metrics_app", None)
-    return None if factory is None else factory(dsn)
