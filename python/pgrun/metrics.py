@@ -318,17 +318,14 @@ def queue_depth_registry(dsn: str, *, organization_id: str | None = None) -> Col
 
 def make_metrics_asgi_app(dsn: str, *, organization_id: str | None = None) -> Any:
     """An ASGI app serving the queue-depth gauges of ``dsn`` in Prometheus' text format
-    (prometheus_client's make_asgi_app), for the dashboard to mount at ``/metrics``.
+    (prometheus_client's make_asgi_app), for any ASGI application to mount at ``/metrics``.
 
     The read runs on the event loop when scraped; queue_depth() reads only queued and running
-    rows and is cut off after QUEUE_DEPTH_STATEMENT_TIMEOUT_MS."""
+    rows and is cut off after QUEUE_DEPTH_STATEMENT_TIMEOUT_MS. (``pgrun dashboard`` registers
+    a QueueDepthCollector itself and reads it in a worker thread.)"""
     from prometheus_client import make_asgi_app
 
     return make_asgi_app(registry=queue_depth_registry(dsn, organization_id=organization_id))
-
-
-#: The name the dashboard looks up (pgrun.dashboard).
-dashboard_metrics_app = make_metrics_asgi_app
 
 
 def add_process_collectors(registry: CollectorRegistry) -> None:
