@@ -34,6 +34,7 @@ from pgrun.metrics import (
     serve,
 )
 from pgrun.results import QueueDepth
+from pgrun.testing import LoginRole
 from worker_support import fast_config, run_worker_until
 
 TESTS = Path(__file__).resolve().parent
@@ -286,6 +287,26 @@ def test_queue_depth_down_reports_up_zero_and_recovers(db: str, caplog: pytest.L
     assert "queue depth for metrics" in caplog.text
     gauges_match(parse_registry(registry), rows)
     collector.close()
+
+
+def test_queue_depth_as_a_worker_role_says_what_to_grant_once(
+    db: str, roles: dict[str, LoginRole], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The worker role may not call queue_depth (docs/security.md): a worker serving the gauges
+    needs the reader role too. Each scrape reports up 0; the warning says so once."""
+    registry = CollectorRegistry()
+    collector = QueueDepthCollector(roles["worker"].dsn(db))
+    registry.register(collector)
+    with caplog.at_level(logging.WARNING, logger="pgrun.metrics"):
+        for _ in range(3):
+            assert value(parse_registry(registry), "pgrun_queue_depth_up") == 0
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1, warnings
+    assert "permission denied" in warnings[0] and "reader role" in warnings[0]
+    collector.close()
+    reader = QueueDepthCollector(roles["reader"].dsn(db))
+    assert reader.read() == []
+    reader.close()
 
 
 def test_queue_depth_is_cut_off_by_its_statement_timeout(db: str) -> None:

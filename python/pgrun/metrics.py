@@ -222,6 +222,8 @@ class QueueDepthCollector:
         self.connect_timeout = connect_timeout
         self._conn: psycopg.Connection[Any] | None = None
         self._lock = threading.Lock()
+        #: The last failure logged as a warning: the same one again is logged at debug level.
+        self._last_error: str | None = None
 
     def close(self) -> None:
         with self._lock:
@@ -257,8 +259,22 @@ class QueueDepthCollector:
         try:
             rows: list[QueueDepth] | None = self.read()
         except psycopg.Error as exc:
-            log.warning("queue depth for metrics: %s", str(exc).strip().splitlines()[0] if str(exc) else exc)
             rows = None
+            why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            if exc.sqlstate == "42501":
+                why += (
+                    "; the role needs EXECUTE on pgrun.queue_depth: grant it the reader role "
+                    "(<prefix>_reader, pgrun_reader by default; docs/metrics.md)"
+                )
+            # every scrape fails the same way until someone acts: say it once
+            log.log(
+                logging.DEBUG if why == self._last_error else logging.WARNING,
+                "queue depth for metrics: %s",
+                why,
+            )
+            self._last_error = why
+        else:
+            self._last_error = None
         return self._families(rows, time.perf_counter() - started)
 
     def _families(
