@@ -357,6 +357,7 @@ BASELINES: dict[str, dict[str, str | list[str]]] = {
     "queue_depth": {"organization_id": "'${org}'::uuid"},
     "job_metrics": {"organization_id": "'${org}'::uuid"},
     "dashboard_overview": {"organization_id": "'${org}'::uuid"},
+    "get_job_history": {"job_id": "'${done}'::uuid", "max_rows": "200"},
     # workflows
     "enqueue_workflow": {
         "spec": '\'{"name": "n", "idempotency_key": "wk", "steps": ' + _SPEC_STEPS + "}'::jsonb"

@@ -61,6 +61,7 @@ def seed(dsn: str) -> Seeded:
 
         dead = c.enqueue_job("mail.bounce", {"n": 2}, queue="mail").job_id
         [claimed] = c.claim_jobs("dash-w2", job_types=["mail.bounce"])
+        c.append_job_log(claimed.job_id, claimed.lease_token, "asking mx.example.com", fields={"mx": 1})
         c.fail_job(
             claimed.job_id,
             claimed.lease_token,

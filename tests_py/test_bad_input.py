@@ -576,6 +576,7 @@ FAMILIES = {
         "heartbeat_jobs", "report_progress", "append_job_log", "complete_job", "complete_jobs", "fail_job",
         "fail_jobs", "continue_job", "cancel_job", "requeue_job", "reap_expired_leases",
         "purge_finished_jobs", "get_job", "list_jobs", "queue_depth", "job_metrics", "dashboard_overview",
+        "get_job_history",
     },
     "workflows": {
         "enqueue_workflow", "append_workflow_steps", "complete_external_step", "cancel_workflow_run",

@@ -155,6 +155,13 @@ def test_opening_a_job_and_a_workflow_run(page: Any, admin_url: str, seeded: See
     attempts = page.locator("#attempts li")
     assert attempts.count() == 1
     assert "smtp_550" in attempts.first.text_content() and "dash-w2" in attempts.first.text_content()
+    events = page.eval_on_selector_all("#events tbody tr", "rows => rows.map(r => r.dataset.event)")
+    with psycopg.connect(db) as conn:
+        stored = [r[0] for r in conn.execute(
+            "SELECT event FROM pgrun.job_events WHERE job_id = %s ORDER BY id", (seeded.dead,)
+        ).fetchall()]  # fmt: skip
+    assert events == stored == ["enqueued", "claimed", "dead"]
+    assert "asking mx.example.com" in page.text_content("#logs")
 
     page.goto(admin_url + "/runs")
     page.click(f"#runs tr[data-run='{seeded.run_id}'] a")

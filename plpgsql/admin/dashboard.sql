@@ -1,8 +1,8 @@
--- dashboard_overview: what `pgrun dashboard` shows on its overview page, in one call, with
--- every read bounded by an index or a LIMIT so that it stays cheap on a table with millions
--- of finished jobs (docs/dashboard.md has the plans).
+-- What `pgrun dashboard` reads beyond get_job / list_jobs / queue_depth: its overview page,
+-- and a job's history. Read-only; every read bounded by an index or a LIMIT, so both stay
+-- cheap on a table with millions of finished jobs (docs/dashboard.md has the plans).
 --
--- It returns one jsonb object (times by pgrun.now(); the window is the current minute and
+-- dashboard_overview(organization_id) returns one jsonb object (times by pgrun.now(); the window is the current minute and
 -- the 59 before it):
 --   "depth":   one object per queue and job type with queued, running or dead jobs: ready
 --              (queued, run_at reached), delayed (queued, run_at in the future), running,
@@ -25,11 +25,19 @@
 --              finish), from the running jobs and the same bounded read of finished ones.
 --   "oldest_ready_seconds", "now", "window_start", "dead_limit", "activity_limit".
 --
--- Tenancy (util/_access.sql) as for queue_depth: only the jobs the caller may see;
--- organization_id narrows that to one organization; an admin without one sees every
--- organization. Worker ids are those that ran the caller's jobs.
+-- get_job_history(job_id, organization_id, max_rows) returns what get_job leaves out: the
+-- job's "events" (its transitions: every column of job_events but the lease token and the
+-- job id) and its "log_lines" (job_logs: attempt, level, message, fields, created_at), each
+-- the newest max_rows (default 200, 1..1000) in order, oldest first, through the primary key
+-- (job_id, id) and job_logs_job_idx; "events_more" / "log_lines_more" say older ones exist.
 --
--- Locks: none (a read in the statement's snapshot). Errors: none.
+-- Tenancy (util/_access.sql) as for queue_depth and get_job: only the jobs the caller may see;
+-- organization_id narrows that to one organization; an admin without one sees every
+-- organization. Worker ids are those that ran the caller's jobs. Another organization's job is
+-- job.not_found, exactly like a missing one.
+--
+-- Locks: none (reads in the statement's snapshot). Errors: job.not_found (RQ002),
+-- job.invalid_max_rows (RQ003), both from get_job_history.
 
 CREATE OR REPLACE FUNCTION pgrun.dashboard_overview(organization_id uuid DEFAULT NULL)
 RETURNS jsonb
@@ -248,3 +256,94 @@ COMMENT ON FUNCTION pgrun.dashboard_overview(uuid) IS
 'in the hour, activity_capped when reached), "workers" seen in the hour (worker_id, running, '
 'last_seen_at), oldest_ready_seconds. Only the jobs the caller may see (organization_id as for '
 'queue_depth). Errors: none.';
+
+CREATE OR REPLACE FUNCTION pgrun.get_job_history(
+    job_id uuid,
+    organization_id uuid DEFAULT NULL,
+    max_rows integer DEFAULT 200
+)
+RETURNS jsonb
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_limit integer := coalesce(get_job_history.max_rows, 200);
+    v_scope record;
+    v_events jsonb;
+    v_events_read integer;
+    v_logs jsonb;
+    v_logs_read integer;
+BEGIN
+    IF v_limit NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'job.invalid_max_rows' USING
+            ERRCODE = 'RQ003',
+            DETAIL = format('max_rows %s is outside 1..1000', v_limit),
+            HINT = 'Ask for at most 1000 events and log lines; the newest come first.';
+    END IF;
+    SELECT c.all_organizations, c.organization_ids, c.untenanted INTO v_scope
+    FROM pgrun._caller_scope(get_job_history.organization_id) AS c;
+    IF NOT EXISTS (
+        SELECT FROM pgrun.jobs AS j
+        WHERE j.id = get_job_history.job_id
+            AND pgrun._in_scope(
+                j.organization_id, v_scope.all_organizations, v_scope.organization_ids, v_scope.untenanted
+            )
+    ) THEN
+        PERFORM pgrun._raise_job_not_found(get_job_history.job_id, get_job_history.organization_id);
+    END IF;
+
+    SELECT
+        coalesce(jsonb_agg(to_jsonb(e) - 'job_id' - 'lease_token' ORDER BY e.id) FILTER (WHERE e.n <= v_limit), '[]'),
+        count(*)
+    INTO v_events, v_events_read
+    FROM (
+        SELECT x.*, row_number() OVER (ORDER BY x.id DESC) AS n
+        FROM (
+            SELECT ev.*
+            FROM pgrun.job_events AS ev
+            WHERE ev.job_id = get_job_history.job_id
+            ORDER BY ev.id DESC
+            LIMIT v_limit + 1
+        ) AS x
+    ) AS e;
+
+    SELECT
+        coalesce(
+            jsonb_agg(
+                jsonb_build_object(
+                    'id', l.id, 'attempt', l.attempt, 'level', l.level, 'message', l.message,
+                    'fields', l.fields, 'created_at', l.created_at
+                )
+                ORDER BY l.id
+            ) FILTER (WHERE l.n <= v_limit),
+            '[]'
+        ),
+        count(*)
+    INTO v_logs, v_logs_read
+    FROM (
+        SELECT x.*, row_number() OVER (ORDER BY x.id DESC) AS n
+        FROM (
+            SELECT lg.id, lg.attempt, lg.level, lg.message, lg.fields, lg.created_at
+            FROM pgrun.job_logs AS lg
+            WHERE lg.job_id = get_job_history.job_id
+            ORDER BY lg.id DESC
+            LIMIT v_limit + 1
+        ) AS x
+    ) AS l;
+
+    RETURN jsonb_build_object(
+        'events', v_events,
+        'events_more', v_events_read > v_limit,
+        'log_lines', v_logs,
+        'log_lines_more', v_logs_read > v_limit
+    );
+END;
+$$;
+
+COMMENT ON FUNCTION pgrun.get_job_history(uuid, uuid, integer) IS
+'What get_job leaves out, as jsonb: "events" (the job''s transitions, lease token omitted) and "log_lines" '
+'(append_job_log), each the newest max_rows (default 200, 1..1000) oldest first, with events_more / '
+'log_lines_more when older ones exist. Only jobs the caller may see (organization_id names one). Errors: '
+'job.not_found (RQ002), job.invalid_max_rows (RQ003).';

@@ -61,6 +61,7 @@ AS $$
         ('queue_depth', '{admin,producer,reader}'),
         ('job_metrics', '{admin,producer,reader}'),
         ('dashboard_overview', '{admin,producer,reader}'),
+        ('get_job_history', '{admin,producer,reader}'),
         -- the worker's lease machine, the reaper and the scheduler
         ('claim_jobs', '{admin,worker}'),
         ('heartbeat_jobs', '{admin,worker}'),

@@ -33,6 +33,7 @@ INSERT INTO expected VALUES
     ('queue_depth', '{admin,producer,reader}'),
     ('job_metrics', '{admin,producer,reader}'),
     ('dashboard_overview', '{admin,producer,reader}'),
+    ('get_job_history', '{admin,producer,reader}'),
     ('claim_jobs', '{admin,worker}'),
     ('heartbeat_jobs', '{admin,worker}'),
     ('report_progress', '{admin,worker}'),

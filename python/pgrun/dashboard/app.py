@@ -314,7 +314,8 @@ def create_app(
         job_id = _uuid(request.path_params["job_id"], "job id")
         assert job_id is not None
         job = await store().get_job(job_id)
-        return {"job": job}
+        history = await store().get_job_history(job_id)
+        return {"job": job, "history": history}
 
     async def job(request: Request) -> Response:
         return await render(request, "job.html", **await job_context(request))

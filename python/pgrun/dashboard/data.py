@@ -46,6 +46,11 @@ _IDENTITY = "SELECT session_user::text AS login, current_database()::text AS dat
 
 OVERVIEW = "SELECT pgrun.dashboard_overview(organization_id => %(organization_id)s::uuid) AS overview"
 
+JOB_HISTORY = """
+SELECT pgrun.get_job_history(job_id => %(job_id)s::uuid, organization_id => %(organization_id)s::uuid,
+    max_rows => %(max_rows)s::integer) AS history
+"""
+
 
 @dataclass(frozen=True)
 class Identity:
@@ -110,6 +115,13 @@ class Store:
 
     async def get_job(self, job_id: Id) -> JsonObject:
         return await self.client.get_job(job_id)
+
+    async def get_job_history(self, job_id: Id, max_rows: int = 200) -> JsonObject:
+        rows = await self._rows(
+            JOB_HISTORY, {"job_id": job_id, "organization_id": None, "max_rows": max_rows}
+        )
+        result: JsonObject = rows[0]["history"]
+        return result
 
     async def list_runs(
         self, *, status: str | None, after_id: Id | None, max_rows: int
