@@ -11,7 +11,7 @@
 --              queued and running rows (the partial indexes jobs_claim_idx, jobs_lease_idx).
 --              Dead jobs are counted from their open dead letters (requeued_at NULL), the
 --              newest dead_limit of them by id (a backward walk of the primary key), each
---              checked against its job (still dead, in scope) by primary key;
+--              checked against its job (still dead, in scope) by a primary-key probe;
 --              "dead_capped" says the limit was reached (the counts are then a lower bound).
 --   "minutes": sixty objects, oldest first: minute, succeeded, dead, cancelled (jobs that
 --              reached that status in the minute), started (of those, and of the running
@@ -63,40 +63,60 @@ BEGIN
     FROM pgrun._caller_scope(dashboard_overview.organization_id) AS c;
 
     -- The live rows, the newest open dead letters, and the runtime switches.
-    WITH live AS (
-        SELECT
-            j.queue,
-            j.job_type,
-            count(*) FILTER (WHERE j.status = 'queued' AND j.run_at <= v_now) AS ready,
-            count(*) FILTER (WHERE j.status = 'queued' AND j.run_at > v_now) AS delayed,
-            count(*) FILTER (WHERE j.status = 'running') AS running,
-            count(*) FILTER (WHERE j.status = 'queued' AND j.attempt > 0) AS retrying,
-            min(j.run_at) FILTER (WHERE j.status = 'queued' AND j.run_at <= v_now) AS oldest_ready_run_at
+    -- queued and running rows apart, so that each side is a walk of its partial index
+    -- (jobs_claim_idx, jobs_lease_idx); "status IN (...)" is planned as a scan of the table.
+    WITH open_jobs AS (
+        SELECT j.queue, j.job_type, j.status, j.run_at, j.attempt
         FROM pgrun.jobs AS j
-        WHERE j.status IN ('queued', 'running')
+        WHERE j.status = 'queued'
             AND pgrun._in_scope(
                 j.organization_id, v_scope.all_organizations, v_scope.organization_ids, v_scope.untenanted
             )
-        GROUP BY j.queue, j.job_type
+        UNION ALL
+        SELECT j.queue, j.job_type, j.status, j.run_at, j.attempt
+        FROM pgrun.jobs AS j
+        WHERE j.status = 'running'
+            AND pgrun._in_scope(
+                j.organization_id, v_scope.all_organizations, v_scope.organization_ids, v_scope.untenanted
+            )
+    ),
+
+    live AS (
+        SELECT
+            o.queue,
+            o.job_type,
+            count(*) FILTER (WHERE o.status = 'queued' AND o.run_at <= v_now) AS ready,
+            count(*) FILTER (WHERE o.status = 'queued' AND o.run_at > v_now) AS delayed,
+            count(*) FILTER (WHERE o.status = 'running') AS running,
+            count(*) FILTER (WHERE o.status = 'queued' AND o.attempt > 0) AS retrying,
+            min(o.run_at) FILTER (WHERE o.status = 'queued' AND o.run_at <= v_now) AS oldest_ready_run_at
+        FROM open_jobs AS o
+        GROUP BY o.queue, o.job_type
     ),
 
     letters AS (
-        SELECT d.job_id
+        SELECT d.job_id, d.queue, d.job_type
         FROM pgrun.job_dead_letters AS d
         WHERE d.requeued_at IS NULL
         ORDER BY d.id DESC
         LIMIT c_dead_limit
     ),
 
+    -- each letter's job by primary key (a correlated subquery: a probe per letter, never a
+    -- join that could scan jobs): still dead, and visible to the caller
     dead AS (
-        SELECT j.queue, j.job_type, count(*) AS dead
+        SELECT l.queue, l.job_type, count(*) AS dead
         FROM letters AS l
-        INNER JOIN pgrun.jobs AS j ON l.job_id = j.id
-        WHERE j.status = 'dead'
-            AND pgrun._in_scope(
-                j.organization_id, v_scope.all_organizations, v_scope.organization_ids, v_scope.untenanted
-            )
-        GROUP BY j.queue, j.job_type
+        WHERE (
+            SELECT
+                j.status = 'dead'
+                AND pgrun._in_scope(
+                    j.organization_id, v_scope.all_organizations, v_scope.organization_ids, v_scope.untenanted
+                )
+            FROM pgrun.jobs AS j
+            WHERE j.id = l.job_id
+        )
+        GROUP BY l.queue, l.job_type
     ),
 
     merged AS (
