@@ -14,6 +14,7 @@ import psycopg
 import pytest
 
 from dashboard_data import Seeded, seed, serve
+from pgrun.client import Client
 from pgrun.testing import LoginRole
 
 CHROMIUM = "/usr/bin/chromium"
@@ -288,3 +289,19 @@ def test_a_post_without_the_csrf_token_is_refused(page: Any, admin_url: str, see
     )
     assert response.status == 303
     assert scalar(db, "SELECT status FROM pgrun.jobs WHERE id = %s", job) == "cancelled"
+
+
+def test_a_job_page_follows_the_job_without_a_reload_and_stops_when_it_ends(
+    page: Any, admin_url: str, seeded: Seeded, db: str
+) -> None:
+    page.goto(f"{admin_url}/jobs/{seeded.running}")
+    assert page.get_attribute("#job", "hx-get") == f"/partials/jobs/{seeded.running}"
+    assert "running" in page.text_content("#job h1")
+    page.evaluate("window.loadedOnce = true")  # gone if the page were reloaded
+    token = scalar(db, "SELECT lease_token FROM pgrun.jobs WHERE id = %s", seeded.running)
+    with Client.connect(db) as c:
+        c.complete_job(seeded.running, token, {"done": 4})
+    page.wait_for_function("document.querySelector('#job h1 .status').textContent === 'succeeded'")
+    assert page.evaluate("window.loadedOnce") is True
+    assert '"done": 4' in page.text_content("#result")
+    assert page.get_attribute("#job", "hx-get") is None  # a finished job is not polled any more

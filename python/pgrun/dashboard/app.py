@@ -321,7 +321,7 @@ def create_app(
         return await render(request, "job.html", **await job_context(request))
 
     async def job_partial(request: Request) -> Response:
-        return await render(request, "_job_body.html", **await job_context(request))
+        return await render(request, "_job_live.html", **await job_context(request))
 
     # -- workflow runs ----------------------------------------------------------------------
 
@@ -350,7 +350,7 @@ def create_app(
         return await render(request, "run.html", **await run_context(request))
 
     async def run_partial(request: Request) -> Response:
-        return await render(request, "_run_body.html", **await run_context(request))
+        return await render(request, "_run_live.html", **await run_context(request))
 
     # -- schedules --------------------------------------------------------------------------
 
