@@ -4,11 +4,17 @@ jobs list's time and text filters, and the DAG layout."""
 
 from __future__ import annotations
 
+import os
 import re
+import socket
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
+import httpx
 import psycopg
 import pytest
 from starlette.testclient import TestClient
@@ -165,3 +171,34 @@ def test_the_dag_layout_puts_each_step_after_its_prerequisites() -> None:
     assert all(b.x + b.w <= dag.width and b.y + b.h <= dag.height for b in dag.boxes)
     ys = [(b.x, b.y) for b in dag.boxes]
     assert len(set(ys)) == 4  # no two boxes on one spot
+
+
+def test_the_command_serves_the_dashboard_and_reads_its_token_from_the_environment(db: str) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "DATABASE_URL": db, "PGRUN_DASHBOARD_TOKEN": "env-token"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pgrun", "dashboard", "--port", str(port), "--log-level", "warning"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                r = httpx.get(url, headers={"authorization": "Bearer env-token"})
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None, proc.communicate()
+                assert time.monotonic() < deadline, "the dashboard did not answer within 30 s"
+                time.sleep(0.2)
+        assert r.status_code == 200 and 'id="depth"' in r.text
+        assert httpx.get(url).status_code == 401
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    assert f"http://127.0.0.1:{port}/" in err

@@ -119,9 +119,9 @@ def minute_chart(
 
 # -- the DAG ------------------------------------------------------------------------------
 
-BOX_W = 190
+BOX_W = 170
 BOX_H = 46
-GAP_X = 70
+GAP_X = 76
 GAP_Y = 22
 MARGIN = 12
 
@@ -207,27 +207,44 @@ def layout_dag(steps: Sequence[Mapping[str, Any]], dependencies: Sequence[Mappin
             h=BOX_H,
             job_id=None if s.get("job_id") is None else str(s["job_id"]),
         )
+    # each edge leaves its source and enters its target at a port of its own (spread along the
+    # box's side in the order of the other ends), so fan-ins and fan-outs do not share a point
+    # and each label sits by its own arrowhead
+    pairs = [
+        (str(d["depends_on"]), str(d["step"]), d)
+        for d in dependencies
+        if str(d["step"]) in boxes and str(d["depends_on"]) in boxes
+    ]
+    outs: dict[str, list[str]] = {}
+    ins: dict[str, list[str]] = {}
+    for src, dst, _ in pairs:
+        outs.setdefault(src, []).append(dst)
+        ins.setdefault(dst, []).append(src)
+    for ends in (*outs.values(), *ins.values()):
+        ends.sort(key=lambda k: (boxes[k].y, k))
+
+    def port(box: Box, others: list[str], other: str) -> float:
+        n = len(others)
+        return box.y + box.h * (others.index(other) + 1) / (n + 1)
+
+    rows = max((len(c) for c in columns.values()), default=1)
+    # an edge that skips columns would run through the boxes between: it dips into a channel
+    # below the lowest row instead
+    channel = MARGIN + rows * (BOX_H + GAP_Y) - GAP_Y + 16
+    long_edges = False
     edges: list[Edge] = []
-    for d in dependencies:
-        step, dep = str(d["step"]), str(d["depends_on"])
-        if step not in boxes or dep not in boxes:
-            continue
-        a, b = boxes[dep], boxes[step]
-        x1, y1 = a.x + a.w, a.y + a.h / 2
-        x2, y2 = b.x, b.y + b.h / 2
-        mid = (x1 + x2) / 2
-        path = f"M{x1},{y1} C{mid},{y1} {mid},{y2} {x2 - 6},{y2}"
-        edges.append(
-            Edge(
-                dep,
-                step,
-                str(d.get("release_mode") or "on_success"),
-                bool(d.get("resolved")),
-                path,
-                mid,
-                (y1 + y2) / 2 - 4,
-            )
-        )
+    for src, dst, d in pairs:
+        a, b = boxes[src], boxes[dst]
+        x1, y1 = a.x + a.w, round(port(a, outs[src], dst), 1)
+        x2, y2 = b.x, round(port(b, ins[dst], src), 1)
+        if layer[dst] - layer[src] > 1:
+            long_edges = True
+            path = f"M{x1},{y1} C{x1 + 60},{channel + 14} {x2 - 60},{channel + 14} {x2 - 6},{y2}"
+        else:
+            mid = (x1 + x2) / 2
+            path = f"M{x1},{y1} C{mid},{y1} {mid},{y2} {x2 - 6},{y2}"
+        mode = str(d.get("release_mode") or "on_success")
+        edges.append(Edge(src, dst, mode, bool(d.get("resolved")), path, x2 - 36, y2 - 3))
     width = MARGIN * 2 + (max(layer.values(), default=0) + 1) * (BOX_W + GAP_X) - GAP_X
-    height = MARGIN * 2 + max((len(c) for c in columns.values()), default=1) * (BOX_H + GAP_Y) - GAP_Y
+    height = MARGIN * 2 + rows * (BOX_H + GAP_Y) - GAP_Y + (24 if long_edges else 0)
     return Dag(list(boxes.values()), edges, width, height)
