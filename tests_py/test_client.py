@@ -66,6 +66,8 @@ async def scenario(call: Invoke) -> None:
         await call("get_job", first.job_id, organization_id="00000000-0000-0000-0000-00000000000a")
     listed = await call("list_jobs", job_type="t.work")
     assert sorted(j.status for j in listed) == ["cancelled", "succeeded", "succeeded"]
+    counts = {c.status: c.jobs for c in await call("count_jobs", job_type="t.work")}
+    assert counts == {"queued": 0, "running": 0, "succeeded": 2, "dead": 0, "cancelled": 1}
     metrics = {m.job_type: m for m in await call("job_metrics")}
     assert metrics["t.work"].succeeded == 2
     assert await call("purge_finished_jobs", 0) == 3

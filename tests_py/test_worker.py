@@ -19,14 +19,14 @@ import pytest
 from pgrun.app import App, Continue, Fail, JobContext, Retry, SyncJobContext
 from pgrun.client import Client
 from pgrun.workflow import Workflow
-from worker_support import fast_config, run_worker_until, statuses
+from worker_support import fast_config, finished, run_one_job, run_worker_until, statuses
+
+# -- one outcome per test: what a handler returns or raises lands as the SQL says -----------
+# Each test enqueues one job before the worker starts (run_one_job), so the job carries the
+# options given here (max_attempts=1 where a retryable outcome must end the job at once).
 
 
-def _done(client: Client, ids: list[Any]) -> bool:
-    return all(s in ("succeeded", "dead", "cancelled") for s in statuses(client, ids))
-
-
-def test_results_failures_retries_and_continues_land_as_the_sql_says(db: str) -> None:
+def test_an_async_handler_stores_its_result_progress_and_log_lines(db: str) -> None:
     app = App()
 
     @app.job("t.ok")
@@ -35,15 +35,43 @@ def test_results_failures_retries_and_continues_land_as_the_sql_says(db: str) ->
         await ctx.log("working", level="info", n=ctx.payload["n"])
         return {"double": ctx.payload["n"] * 2}
 
+    job = run_one_job(app, db, "t.ok", {"n": 21})
+    assert job["status"] == "succeeded" and job["result"] == {"double": 42}
+    assert job["progress"] == {"half": True}
+    assert [a["log_lines"] for a in job["attempts"]] == [1]
+
+
+def test_a_sync_handler_runs_on_a_job_thread_and_reports_through_the_loop(db: str) -> None:
+    app = App()
+
     @app.job("t.sync")
     def sync(ctx: SyncJobContext) -> Any:
         ctx.progress({"in": "thread"})
         ctx.log("from a thread")
         return threading.current_thread().name.startswith("pgrun-job-")
 
+    job = run_one_job(app, db, "t.sync", {"n": 21})
+    assert job["status"] == "succeeded" and job["result"] is True, "the handler ran on a pgrun-job- thread"
+    assert job["progress"] == {"in": "thread"}
+    assert [a["log_lines"] for a in job["attempts"]] == [1]
+
+
+def test_fail_makes_the_job_dead_at_once_without_a_retry(db: str) -> None:
+    app = App()
+
     @app.job("t.fail")
     async def fail(ctx: JobContext) -> Any:
         raise Fail("bad input")
+
+    # the default attempt budget: only Fail itself keeps the job from a second attempt
+    job = run_one_job(app, db, "t.fail")
+    assert job["max_attempts"] > 1
+    assert job["status"] == "dead" and job["error_code"] == "failed"
+    assert job["total_attempts"] == 1, "Fail() is not retried"
+
+
+def test_retry_runs_the_job_again_until_it_succeeds(db: str) -> None:
+    app = App()
 
     @app.job("t.retry")
     async def retry(ctx: JobContext) -> Any:
@@ -51,9 +79,26 @@ def test_results_failures_retries_and_continues_land_as_the_sql_says(db: str) ->
             raise Retry(delay=0, message=f"not yet ({ctx.attempt})")
         return "third time"
 
+    job = run_one_job(app, db, "t.retry", {"n": 21})
+    assert job["status"] == "succeeded" and job["total_attempts"] == 3
+    assert [a["outcome"] for a in job["attempts"]] == ["failed", "failed", "succeeded"]
+    assert job["result"] == "third time"
+
+
+def test_an_exception_in_the_handler_fails_the_job_as_crashed(db: str) -> None:
+    app = App()
+
     @app.job("t.crash")
     def crash(ctx: SyncJobContext) -> Any:
         raise ValueError("boom")
+
+    job = run_one_job(app, db, "t.crash", max_attempts=1)
+    assert job["status"] == "dead" and job["error_code"] == "crashed"
+    assert job["error_message"] == "ValueError: boom"  # the traceback is in the log only
+
+
+def test_continue_runs_the_next_steps_within_one_attempt(db: str) -> None:
+    app = App()
 
     @app.job("t.steps")
     async def steps(ctx: JobContext) -> Any:
@@ -62,33 +107,23 @@ def test_results_failures_retries_and_continues_land_as_the_sql_says(db: str) ->
             return Continue(f"step{len(seen)}", {"seen": seen})
         return {"seen": seen, "attempt": ctx.attempt}
 
+    job = run_one_job(app, db, "t.steps", {"n": 21})
+    assert job["status"] == "succeeded"
+    assert job["result"] == {"seen": ["start", "step1", "step2"], "attempt": 1}
+
+
+def test_a_result_that_is_not_json_fails_the_job_as_result_invalid(db: str) -> None:
+    app = App()
+
     @app.job("t.not_json")
     async def not_json(ctx: JobContext) -> Any:
         return object()
 
-    with Client.connect(db) as client:
-        # (enqueued before the worker upserts the definitions: the settings go on the job)
-        ids = {
-            name: client.enqueue_job(f"t.{name}", {"n": 21}).job_id
-            for name in ("ok", "sync", "retry", "steps")
-        }
-        for name in ("fail", "crash", "not_json"):
-            ids[name] = client.enqueue_job(f"t.{name}", max_attempts=1).job_id
-        run_worker_until(app, fast_config(db), lambda c: _done(c, list(ids.values())))
-        job = {name: client.get_job(job_id) for name, job_id in ids.items()}
-
-    assert job["ok"]["status"] == "succeeded" and job["ok"]["result"] == {"double": 42}
-    assert job["ok"]["progress"] == {"half": True}
-    assert job["sync"]["result"] is True and job["sync"]["progress"] == {"in": "thread"}
-    assert job["fail"]["status"] == "dead" and job["fail"]["error_code"] == "failed"
-    assert job["fail"]["total_attempts"] == 1, "Fail() is not retried"
-    assert job["retry"]["status"] == "succeeded" and job["retry"]["total_attempts"] == 3
-    assert [a["outcome"] for a in job["retry"]["attempts"]] == ["failed", "failed", "succeeded"]
-    assert job["crash"]["status"] == "dead" and job["crash"]["error_code"] == "crashed"
-    assert job["crash"]["error_message"] == "ValueError: boom"  # the traceback is in the log only
-    assert job["steps"]["status"] == "succeeded"
-    assert job["steps"]["result"] == {"seen": ["start", "step1", "step2"], "attempt": 1}
-    assert job["not_json"]["status"] == "dead" and job["not_json"]["error_code"] == "result_invalid"
+    # the default attempt budget: an unstorable result is not retried
+    job = run_one_job(app, db, "t.not_json")
+    assert job["max_attempts"] > 1
+    assert job["status"] == "dead" and job["error_code"] == "result_invalid"
+    assert job["total_attempts"] == 1
 
 
 def test_a_cancel_request_reaches_the_handler(db: str) -> None:
@@ -130,7 +165,7 @@ def test_a_handler_over_its_timeout_fails_with_timeout(db: str) -> None:
         ids = [
             client.enqueue_job(t, timeout_seconds=1, max_attempts=1).job_id for t in ("t.slow", "t.slow_sync")
         ]
-        took = run_worker_until(app, fast_config(db), lambda c: _done(c, ids))
+        took = run_worker_until(app, fast_config(db), lambda c: finished(c, ids))
         jobs = [client.get_job(job_id) for job_id in ids]
     assert took < 10
     for job in jobs:
@@ -149,7 +184,7 @@ def test_a_blocking_sync_handler_does_not_stall_heartbeats(db: str) -> None:
     with Client.connect(db) as client:
         job_id = client.enqueue_job("t.block").job_id
         # lease 2 s, heartbeat every 0.67 s, reaper every second: a stalled heartbeat loses the job
-        run_worker_until(app, fast_config(db, lease_ttl_seconds=2), lambda c: _done(c, [job_id]))
+        run_worker_until(app, fast_config(db, lease_ttl_seconds=2), lambda c: finished(c, [job_id]))
         job = client.get_job(job_id)
     assert job["status"] == "succeeded" and job["total_attempts"] == 1
 
@@ -173,7 +208,7 @@ def test_claims_only_as_many_jobs_as_it_has_free_slots(db: str) -> None:
         def check(c: Client) -> bool:
             nonlocal peak_in_db
             peak_in_db = max(peak_in_db, sum(d.running for d in c.queue_depth()))
-            return _done(c, ids)
+            return finished(c, ids)
 
         run_worker_until(app, fast_config(db, max_global_concurrency=3, claim_batch_size=2), check)
         assert statuses(client, ids) == ["succeeded"] * 12
@@ -218,36 +253,47 @@ def test_notify_wakes_an_idle_worker_at_once(db: str) -> None:
 
 
 def test_a_lost_lease_drops_the_outcome_and_is_logged(db: str, caplog: pytest.LogCaptureFixture) -> None:
+    """The lease runs out under the handler and the reaper makes the job dead; only then does
+    the handler return. The order is forced, not timed: the handler waits for the test to see
+    the job dead, so its outcome can only come back lease_lost (or a heartbeat finds the lease
+    gone first, which the worker logs as well) and nothing of it is written."""
     app = App()
     started = threading.Event()
+    reaped = threading.Event()
 
     @app.job("t.lost", max_attempts=1)
     async def lost(ctx: JobContext) -> Any:
         started.set()
-        await asyncio.sleep(1.5)
+        deadline = time.monotonic() + 30  # past run_worker_until's own limit: the test fails first
+        while not reaped.is_set() and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
         return "too late"
 
     with Client.connect(db) as client, psycopg.connect(db, autocommit=True) as conn:
         job_id = client.enqueue_job("t.lost", max_attempts=1).job_id
 
         def expire_then_wait(c: Client) -> bool:
-            if started.is_set() and c.get_job(job_id)["status"] == "running":
-                # the lease runs out under the handler; the reaper then makes the job dead (it
-                # may do so between get_job and this UPDATE: a dead job has no lease to expire)
+            status = c.get_job(job_id)["status"]
+            if started.is_set() and status == "running":
+                # the lease runs out under the handler (again on every poll until the reaper
+                # has run: a heartbeat in between cannot renew an expired lease anyway)
                 conn.execute(
                     "UPDATE pgrun.jobs SET lease_expires_at = pgrun.now()"
                     " WHERE id = %s AND status = 'running'",
                     [job_id],
                 )
-            # the worker logs the lost lease as soon as its write comes back lease_lost; the
-            # reaper (every second) makes the job dead on its own schedule: wait for both
-            return "lease lost" in caplog.text and c.get_job(job_id)["status"] == "dead"
+            elif status == "dead":
+                reaped.set()  # only the reaper can end the job while its handler waits
+            # the worker logs the lost lease once the handler has returned (or its heartbeat
+            # came back not renewed): wait for the line, the state is already final
+            return reaped.is_set() and "lease lost" in caplog.text
 
         with caplog.at_level(logging.WARNING, logger="pgrun.worker"):
             run_worker_until(app, fast_config(db), expire_then_wait)
         job = client.get_job(job_id)
     assert job["status"] == "dead" and job["error_code"] == "lease_expired"
     assert job["result"] is None
+    assert [a["outcome"] for a in job["attempts"]] == ["lease_expired"]
 
 
 def test_workflow_steps_run_through_the_worker(db: str) -> None:

@@ -12,6 +12,8 @@ from pgrun.client import Client
 from pgrun.config import Config
 from pgrun.runner import default_loops, run_loops
 
+FINISHED = ("succeeded", "dead", "cancelled")
+
 
 def fast_config(dsn: str, **changes: Any) -> Config:
     """Short intervals for tests. Built directly, so values below the env minimums are kept."""
@@ -59,3 +61,26 @@ def run_worker_until(
 
 def statuses(client: Client, job_ids: list[Any]) -> list[str]:
     return [client.get_job(job_id)["status"] for job_id in job_ids]
+
+
+def finished(client: Client, job_ids: list[Any]) -> bool:
+    """Whether every job has reached a final status."""
+    return all(status in FINISHED for status in statuses(client, job_ids))
+
+
+def run_one_job(
+    app: App,
+    dsn: str,
+    job_type: str,
+    payload: dict[str, Any] | None = None,
+    **enqueue_options: Any,
+) -> dict[str, Any]:
+    """Enqueue one job, run worker + reaper (fast_config) until it has finished, return get_job.
+
+    The job is enqueued before the worker upserts the app's definitions, so what
+    ``enqueue_options`` leaves out comes from the built-in defaults, not from ``@app.job``.
+    """
+    with Client.connect(dsn) as client:
+        job_id = client.enqueue_job(job_type, payload, **enqueue_options).job_id
+        run_worker_until(app, fast_config(dsn), lambda c: finished(c, [job_id]))
+        return client.get_job(job_id)

@@ -15,6 +15,15 @@ Workloads (identical for every contestant):
               committed (enqueuer process), both on time.monotonic(), which on Linux is one
               clock for every process. A separate process, so that neither side waits for the
               other's event loop. The first `warmup` samples are dropped.
+  delayed     delayed-start lateness: a worker at the given concurrency, started and left idle;
+              then the enqueuer process enqueues `samples` jobs one at a time, back to back,
+              each with a due time chosen up front: the first `delay_s` after the enqueuer
+              started, then one every `interval_ms`, so every enqueue (and its NOTIFY) is over
+              before the first job comes due and the worker is idle at each due time: a job
+              can only start on time if the library wakes for a due time it was told about.
+              lateness = handler start (worker process, time.time()) - the due time as stored
+              by the library (unix seconds; the server's clock is this machine's). `--poll-s`
+              sets the library's poll interval (absent: its default). No warm-up is dropped.
 """
 
 from __future__ import annotations
@@ -34,13 +43,15 @@ NOOP = "bench_noop"
 def parse_args(description: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--dsn", required=True)
-    parser.add_argument("--mode", choices=("throughput", "latency"), required=True)
+    parser.add_argument("--mode", choices=("throughput", "latency", "delayed"), required=True)
     parser.add_argument("--jobs", type=int, default=20_000)
     parser.add_argument("--concurrency", type=int, default=10)
     parser.add_argument("--samples", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--interval-ms", type=float, default=20.0)
     parser.add_argument("--idle-s", type=float, default=1.0, help="idle time before the first sample")
+    parser.add_argument("--delay-s", type=float, default=1.0, help="delayed: the first job's delay")
+    parser.add_argument("--poll-s", type=float, default=None, help="delayed: the library's poll interval")
     parser.add_argument("--timeout-s", type=float, default=600.0, help="give up after this long")
     parser.add_argument("--enqueuer", action="store_true", help="internal: be the latency enqueuer")
     return parser.parse_args()
@@ -89,8 +100,8 @@ async def enqueuer_main(args: argparse.Namespace, enqueue_one: Callable[[int], A
     emit({"commit_at": commit_at})
 
 
-async def run_enqueuer(started_at: dict[int, float], timeout_s: float) -> dict[int, float]:
-    """Run this script again as the enqueuer; return its commit times once the handlers saw them."""
+async def spawn_enqueuer(timeout_s: float) -> dict[str, Any]:
+    """Run this script again as the enqueuer; return the JSON object it printed last."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable, *sys.argv, "--enqueuer", stdout=asyncio.subprocess.PIPE
     )
@@ -103,11 +114,59 @@ async def run_enqueuer(started_at: dict[int, float], timeout_s: float) -> dict[i
     if proc.returncode != 0:
         raise RuntimeError(f"the enqueuer exited with {proc.returncode}")
     line = [x for x in out.decode().splitlines() if x.startswith("{")][-1]
-    commit_at = {int(k): float(v) for k, v in json.loads(line)["commit_at"].items()}
+    result: dict[str, Any] = json.loads(line)
+    return result
+
+
+async def run_enqueuer(started_at: dict[int, float], timeout_s: float) -> dict[int, float]:
+    """Run this script again as the enqueuer; return its commit times once the handlers saw them."""
+    commit_at = {int(k): float(v) for k, v in (await spawn_enqueuer(timeout_s))["commit_at"].items()}
     deadline = now() + 5.0  # the last jobs' handlers may still be on their way
     while now() < deadline and not all(i in started_at for i in commit_at):
         await asyncio.sleep(0.01)
     return commit_at
+
+
+async def delayed_enqueuer_main(
+    args: argparse.Namespace, enqueue_at: Callable[[int, float], Awaitable[float]]
+) -> None:
+    """The delayed enqueuer: `samples` jobs back to back, job i due delay_s + i * interval_ms after
+    the start; `enqueue_at(i, due)` enqueues job i for the unix time `due` and returns the due
+    time the library stored (unix seconds). Prints the stored due times and when the last
+    enqueue returned, so the harness can check it came before the first due time."""
+    start = wall()
+    run_at: dict[int, float] = {}
+    for i in range(args.samples):
+        run_at[i] = await enqueue_at(i, start + args.delay_s + i * args.interval_ms / 1000)
+    emit({"run_at": run_at, "enqueued_by": wall()})
+
+
+async def run_delayed_enqueuer(
+    started_at: dict[int, float], timeout_s: float, poll_s: float
+) -> tuple[dict[int, float], float]:
+    """Run the delayed enqueuer; wait for the handlers until every job started or the last one
+    is a poll interval (plus 10 s) overdue. Returns the stored due times and when the last
+    enqueue returned (both unix seconds)."""
+    out = await spawn_enqueuer(timeout_s)
+    run_at = {int(k): float(v) for k, v in out["run_at"].items()}
+    last_due = max(run_at.values(), default=wall())
+    deadline = now() + max(0.0, last_due - wall()) + poll_s + 10.0
+    while now() < deadline and not all(i in started_at for i in run_at):
+        await asyncio.sleep(0.05)
+    return run_at, float(out["enqueued_by"])
+
+
+def delayed_result(
+    run_at: dict[int, float], started_at: dict[int, float], enqueued_by: float, samples: int
+) -> dict[str, Any]:
+    """Milliseconds from each job's stored due time to its handler's start."""
+    values = [(started_at[i] - run_at[i]) * 1000 for i in sorted(run_at) if i in started_at]
+    out: dict[str, Any] = percentiles(values)
+    out["samples"] = len(values)
+    out["missing"] = samples - len(values)
+    out["early"] = sum(1 for v in values if v < 0)
+    out["enqueued_before_first_due_ms"] = (min(run_at.values()) - enqueued_by) * 1000 if run_at else None
+    return out
 
 
 def emit(result: dict[str, Any]) -> None:
@@ -118,3 +177,8 @@ def emit(result: dict[str, Any]) -> None:
 
 def now() -> float:
     return time.monotonic()
+
+
+def wall() -> float:
+    """Unix time, the clock PostgreSQL's now() reads on this machine (delayed workload)."""
+    return time.time()

@@ -7,6 +7,11 @@ enqueued with `Queries.enqueue` (lists = one bulk INSERT). Concurrency C is
 pgqueuer's default and `max_concurrent_tasks` must be at least twice the batch size.
 Throughput uses `mode=drain` (exit once the queue is empty and in-flight jobs are done; the
 status-log buffer is flushed on exit). Other settings are pgqueuer's defaults.
+Delayed: `Queries.enqueue(..., execute_after=timedelta)` (relative to the server's now(); the
+stored `execute_after` is read back as the due time) and `QueueManager.run(dequeue_timeout=
+--poll-s)` (60 s; its default is 30 s). pgqueuer wakes for deferred jobs by itself: after an
+empty dequeue it waits until the earliest `execute_after` (at least 0.1 s,
+`min_dequeue_poll_interval`) instead of the whole dequeue timeout.
 """
 
 from __future__ import annotations
@@ -14,23 +19,40 @@ from __future__ import annotations
 import asyncio
 import importlib.metadata
 import time
+from datetime import timedelta
 from typing import Any
 
 import asyncpg
-from _common import NOOP, emit, enqueuer_main, latency_result, now, parse_args, run_enqueuer
+from _common import (
+    NOOP,
+    delayed_enqueuer_main,
+    delayed_result,
+    emit,
+    enqueuer_main,
+    latency_result,
+    now,
+    parse_args,
+    run_delayed_enqueuer,
+    run_enqueuer,
+    wall,
+)
 from pgqueuer import AsyncpgDriver, Job, QueueManager
 from pgqueuer.queries import Queries
 from pgqueuer.types import QueueExecutionMode
 
+DEFAULT_DEQUEUE_TIMEOUT_S = 30.0  # QueueManager.run's default
 
-def settings(concurrency: int) -> dict[str, Any]:
+
+def settings(concurrency: int, poll_s: float | None = None) -> dict[str, Any]:
     batch = max(1, min(10, concurrency // 2))
     return {
         "driver": "asyncpg (AsyncpgDriver)",
         "max_concurrent_tasks": concurrency,
         "batch_size": batch,
-        "dequeue_timeout_s": 30,
+        "dequeue_timeout_s": DEFAULT_DEQUEUE_TIMEOUT_S if poll_s is None else poll_s,
         "notify": "LISTEN on the QueueManager connection",
+        "poll_interval_s": DEFAULT_DEQUEUE_TIMEOUT_S if poll_s is None else poll_s,
+        "delayed_jobs": "after an empty dequeue, waits until the earliest execute_after (>= 0.1 s)",
     }
 
 
@@ -116,10 +138,50 @@ async def latency(args: Any) -> dict[str, Any]:
     return out
 
 
+async def delayed(args: Any) -> dict[str, Any]:
+    cfg = settings(args.concurrency, args.poll_s)
+    wconn = await asyncpg.connect(args.dsn)
+    qm = QueueManager(Queries(AsyncpgDriver(wconn)))
+    started_at: dict[int, float] = {}
+
+    @qm.entrypoint(NOOP)
+    async def noop(job: Job) -> None:
+        started_at[int(job.payload or b"-1")] = wall()
+
+    worker = asyncio.create_task(
+        qm.run(
+            dequeue_timeout=timedelta(seconds=cfg["dequeue_timeout_s"]),
+            batch_size=cfg["batch_size"],
+            max_concurrent_tasks=cfg["max_concurrent_tasks"],
+        )
+    )
+    try:
+        await asyncio.sleep(args.idle_s)
+        run_at, enqueued_by = await run_delayed_enqueuer(started_at, args.timeout_s, cfg["poll_interval_s"])
+    finally:
+        qm.shutdown.set()
+        await asyncio.wait_for(worker, 30)
+        await wconn.close()
+    out = delayed_result(run_at, started_at, enqueued_by, args.samples)
+    out["settings"] = cfg
+    return out
+
+
 async def enqueuer(args: Any) -> None:
     conn = await asyncpg.connect(args.dsn)
     queries = Queries(AsyncpgDriver(conn))
     try:
+        if args.mode == "delayed":
+
+            async def enqueue_at(i: int, due: float) -> float:
+                ids = await queries.enqueue(NOOP, str(i).encode(), 0, timedelta(seconds=due - wall()))
+                stored = await conn.fetchval(
+                    "SELECT extract(EPOCH FROM execute_after)::float8 FROM pgqueuer WHERE id = $1", ids[0]
+                )
+                return float(stored)
+
+            await delayed_enqueuer_main(args, enqueue_at)
+            return
         await enqueuer_main(args, lambda i: queries.enqueue(NOOP, str(i).encode()))
     finally:
         await conn.close()
@@ -131,7 +193,8 @@ async def main() -> None:
         await enqueuer(args)
         return
     await install(args.dsn)
-    result = await (throughput(args) if args.mode == "throughput" else latency(args))
+    modes = {"throughput": throughput, "latency": latency, "delayed": delayed}
+    result = await modes[args.mode](args)
     result.update(
         contestant="pgqueuer",
         mode=args.mode,

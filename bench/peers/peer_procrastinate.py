@@ -7,6 +7,11 @@ jobs enqueued with `task.batch_defer_async` (one statement per batch). Concurren
 `run_worker_async(concurrency=C)` with `listen_notify=True` (the default) and the default 5 s
 fallback polling; throughput uses `wait=False` (exit once the queue is caught up). Signal
 handlers are off (the harness bounds the run); everything else is procrastinate's defaults.
+Delayed: `task.configure(schedule_at=datetime).defer_async()` (the due time is stored as given)
+and `run_worker_async(fetch_job_polling_interval=--poll-s)` (60 s; its default is 5 s). Its
+worker fetches on a NOTIFY (one comes with every insert, delayed or not) or at the poll; it keeps
+no timer for `scheduled_at`, so a job that comes due while nothing else happens waits for the
+next poll.
 """
 
 from __future__ import annotations
@@ -16,20 +21,37 @@ import contextlib
 import importlib.metadata
 import logging
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
-from _common import NOOP, emit, enqueuer_main, latency_result, now, parse_args, run_enqueuer
+from _common import (
+    NOOP,
+    delayed_enqueuer_main,
+    delayed_result,
+    emit,
+    enqueuer_main,
+    latency_result,
+    now,
+    parse_args,
+    run_delayed_enqueuer,
+    run_enqueuer,
+    wall,
+)
 from procrastinate import App, PsycopgConnector
 
+DEFAULT_POLL_S = 5.0  # procrastinate.worker.FETCH_JOB_POLLING_INTERVAL
 
-def settings(concurrency: int) -> dict[str, Any]:
+
+def settings(concurrency: int, poll_s: float | None = None) -> dict[str, Any]:
     return {
         "connector": "PsycopgConnector (psycopg 3 async pool)",
         "pool_max_size": concurrency + 2,
         "concurrency": concurrency,
         "listen_notify": True,
-        "fetch_job_polling_interval_s": 5.0,
+        "fetch_job_polling_interval_s": DEFAULT_POLL_S if poll_s is None else poll_s,
+        "poll_interval_s": DEFAULT_POLL_S if poll_s is None else poll_s,
+        "delayed_jobs": "no timer for scheduled_at: fetched on the next NOTIFY or poll",
     }
 
 
@@ -103,6 +125,39 @@ async def latency(args: Any) -> dict[str, Any]:
     return out
 
 
+async def delayed(args: Any) -> dict[str, Any]:
+    cfg = settings(args.concurrency, args.poll_s)
+    app = make_app(args.dsn, args.concurrency)
+    started_at: dict[int, float] = {}
+
+    @app.task(name=NOOP, queue="default")
+    async def noop(n: int) -> None:
+        started_at[n] = wall()
+
+    async with app.open_async():
+        await app.schema_manager.apply_schema_async()
+        worker = asyncio.create_task(
+            app.run_worker_async(
+                concurrency=args.concurrency,
+                wait=True,
+                install_signal_handlers=False,
+                fetch_job_polling_interval=cfg["fetch_job_polling_interval_s"],
+            )
+        )
+        try:
+            await asyncio.sleep(args.idle_s)
+            run_at, enqueued_by = await run_delayed_enqueuer(
+                started_at, args.timeout_s, cfg["poll_interval_s"]
+            )
+        finally:
+            worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                await asyncio.wait_for(worker, 30)
+    out = delayed_result(run_at, started_at, enqueued_by, args.samples)
+    out["settings"] = cfg
+    return out
+
+
 async def enqueuer(args: Any) -> None:
     app = App(connector=PsycopgConnector(conninfo=args.dsn, min_size=1, max_size=2))
 
@@ -111,6 +166,15 @@ async def enqueuer(args: Any) -> None:
         pass
 
     async with app.open_async():
+        if args.mode == "delayed":
+
+            async def enqueue_at(i: int, due: float) -> float:
+                at = datetime.fromtimestamp(due, UTC)
+                await noop.configure(schedule_at=at).defer_async(n=i)
+                return at.timestamp()
+
+            await delayed_enqueuer_main(args, enqueue_at)
+            return
         await enqueuer_main(args, lambda i: noop.defer_async(n=i))
 
 
@@ -120,7 +184,8 @@ async def main() -> None:
     if args.enqueuer:
         await enqueuer(args)
         return
-    result = await (throughput(args) if args.mode == "throughput" else latency(args))
+    modes = {"throughput": throughput, "latency": latency, "delayed": delayed}
+    result = await modes[args.mode](args)
     result.update(
         contestant="procrastinate",
         mode=args.mode,

@@ -6,6 +6,10 @@ worker's own LISTEN connection), with an `@app.job` async no-op handler. Setting
 `JOBS_MAX_GLOBAL_CONCURRENCY` = the workload's concurrency, `JOBS_CLAIM_BATCH_SIZE` = the same
 (one claim fills every free slot), other settings at their defaults (poll 1 s, lease 30 s,
 outcomes flushed 2 ms after the first is buffered).
+Delayed: the same worker, `JOBS_POLL_INTERVAL_MS` = `--poll-s` (60 s, the largest the setting
+allows; default 1 s), so a job that starts on time was started by the worker's timer for its due
+time (the enqueue's NOTIFY carries it); single delayed enqueue `AsyncClient.enqueue_job(run_at=)`,
+whose returned `run_at` is the due time.
 Throughput: the handler that finishes the N-th job sets `stop`; the worker then writes the
 buffered outcomes and returns, and the clock stops. Schema: `pgrun.migrate.migrate`; bulk
 enqueue `Client.enqueue_jobs` (10,000 per call); single enqueue `AsyncClient.enqueue_job` in the
@@ -17,43 +21,63 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
-from _common import NOOP, emit, enqueuer_main, latency_result, now, parse_args, run_enqueuer
+from _common import (
+    NOOP,
+    delayed_enqueuer_main,
+    delayed_result,
+    emit,
+    enqueuer_main,
+    latency_result,
+    now,
+    parse_args,
+    run_delayed_enqueuer,
+    run_enqueuer,
+    wall,
+)
 
 from pgrun import migrate
 
 
-def settings(concurrency: int) -> dict[str, Any]:
+def settings(concurrency: int, poll_s: float | None = None) -> dict[str, Any]:
     from pgrun.runner import pool_size
 
+    cfg = config(concurrency, poll_s=poll_s)
     return {
-        "driver": f"psycopg 3 async pool ({pool_size(config(concurrency), 2)}) + 1 LISTEN connection",
+        "driver": f"psycopg 3 async pool ({pool_size(cfg, 2)}) + 1 LISTEN connection",
         "loops": "worker + reaper (pgrun.runner.default_loops)",
         "JOBS_MAX_GLOBAL_CONCURRENCY": concurrency,
         "JOBS_CLAIM_BATCH_SIZE": concurrency,
         "flush": "complete_jobs 2 ms after the first buffered outcome (pgrun.worker.FLUSH_DELAY)",
-        "notify": "LISTEN pgrun_jobs; poll fallback JOBS_POLL_INTERVAL_MS=1000",
+        "notify": f"LISTEN pgrun_jobs; poll fallback JOBS_POLL_INTERVAL_MS={cfg.poll_interval_ms}",
+        "poll_interval_s": cfg.poll_interval_ms / 1000,
+        "delayed_jobs": "a timer per known due time (the delayed enqueue's NOTIFY carries it)",
     }
 
 
-def config(concurrency: int, dsn: str = "") -> Any:
+def config(concurrency: int, dsn: str = "", poll_s: float | None = None) -> Any:
     from pgrun.config import Config
 
+    poll = {} if poll_s is None else {"poll_interval_ms": round(poll_s * 1000)}
     return Config(
         database_url=dsn,
         worker_id="bench-worker",
         max_global_concurrency=concurrency,
         claim_batch_size=concurrency,
+        **poll,
     )
 
 
-def run_worker(app: Any, dsn: str, concurrency: int, stop: asyncio.Event) -> asyncio.Task[None]:
+def run_worker(
+    app: Any, dsn: str, concurrency: int, stop: asyncio.Event, poll_s: float | None = None
+) -> asyncio.Task[None]:
     """`pgrun worker`'s loops (worker + reaper on one pool) as a task that ends when `stop` is set."""
     from pgrun.runner import default_loops, run_loops
 
-    return asyncio.create_task(run_loops(default_loops(app), config(concurrency, dsn), stop))
+    return asyncio.create_task(run_loops(default_loops(app), config(concurrency, dsn, poll_s), stop))
 
 
 async def throughput(args: Any) -> dict[str, Any]:
@@ -124,10 +148,43 @@ async def latency(args: Any) -> dict[str, Any]:
     return out
 
 
+async def delayed(args: Any) -> dict[str, Any]:
+    from pgrun.app import App
+
+    app = App()
+    stop = asyncio.Event()
+    started_at: dict[int, float] = {}
+
+    @app.job(NOOP)
+    async def noop(ctx: Any) -> None:
+        started_at[int(ctx.payload["n"])] = wall()
+
+    cfg = settings(args.concurrency, args.poll_s)
+    runner = run_worker(app, args.dsn, args.concurrency, stop, args.poll_s)
+    try:
+        await asyncio.sleep(args.idle_s)
+        run_at, enqueued_by = await run_delayed_enqueuer(started_at, args.timeout_s, cfg["poll_interval_s"])
+    finally:
+        stop.set()
+        await asyncio.wait_for(runner, 60)
+    out = delayed_result(run_at, started_at, enqueued_by, args.samples)
+    out["settings"] = cfg
+    return out
+
+
 async def enqueuer(args: Any) -> None:
     from pgrun.client import AsyncClient
 
     async with await AsyncClient.connect(args.dsn, max_size=1) as client:
+        if args.mode == "delayed":
+
+            async def enqueue_at(i: int, due: float) -> float:
+                at = datetime.fromtimestamp(due, UTC)
+                job = await client.enqueue_job(NOOP, payload={"n": i}, run_at=at)
+                return job.run_at.timestamp()
+
+            await delayed_enqueuer_main(args, enqueue_at)
+            return
         await enqueuer_main(args, lambda i: client.enqueue_job(NOOP, payload={"n": i}))
 
 
@@ -142,7 +199,8 @@ async def main() -> None:
         emit({"contestant": "pgrun worker", "mode": args.mode, "skipped": f"pgrun.runner: {exc}"})
         return
     await asyncio.to_thread(migrate.migrate, args.dsn)
-    result = await (throughput(args) if args.mode == "throughput" else latency(args))
+    modes = {"throughput": throughput, "latency": latency, "delayed": delayed}
+    result = await modes[args.mode](args)
     result.update(
         contestant="pgrun worker",
         mode=args.mode,

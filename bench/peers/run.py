@@ -11,7 +11,11 @@ Contestants: the pgrun worker (pgrun_worker.py, once pgrun.worker exists), the p
 (peer_pgqueuer.py) and procrastinate (peer_procrastinate.py). Each workload of each contestant
 gets its own database (created, used, dropped), so no run inherits another's dead rows.
 
-Usage: python bench/peers/run.py [--quick] [--fast] [--only NAME ...] [--profile] [--json PATH]
+Usage: python bench/peers/run.py [--quick] [--fast] [--only NAME ...] [--workload KEY ...]
+                                 [--profile] [--json PATH]
+Workloads (keys for --workload): c10, c50 (throughput), latency (enqueue -> start on an idle
+worker), delayed and delayed-default (delayed-start lateness with a 60 s poll everywhere, then
+with each library's default poll; the SQL loop is skipped there).
 --profile runs the pgrun contestants under py-spy (collapsed stacks in bench/results/peers-logs/).
 Without DATABASE_URL it starts an embedded server (durable settings unless --fast).
 """
@@ -121,13 +125,22 @@ def ensure_peers_venv(upgrade: bool, profile: bool = False) -> dict[str, str]:
     return dict(json.loads(out))
 
 
+DELAYED_POLL_S = 60.0  # the "long poll" of the delayed workload; pgrun's JOBS_POLL_INTERVAL_MS maximum
+MAIN_KEYS = ("c10", "c50", "latency")
+DELAYED_KEYS = ("delayed", "delayed-default")
+WORKLOAD_KEYS = MAIN_KEYS + DELAYED_KEYS
+
+
 def workloads(quick: bool) -> list[dict[str, Any]]:
     jobs = 2_000 if quick else 20_000
     samples = 50 if quick else 200
+    delayed = {"mode": "delayed", "concurrency": 10, "samples": 20 if quick else 50, "interval_ms": 100}
     return [
         {"key": "c10", "mode": "throughput", "concurrency": 10, "jobs": jobs},
         {"key": "c50", "mode": "throughput", "concurrency": 50, "jobs": jobs},
         {"key": "latency", "mode": "latency", "concurrency": 10, "samples": samples, "interval_ms": 20},
+        {"key": "delayed", **delayed, "delay_s": 1.0, "poll_s": DELAYED_POLL_S},
+        {"key": "delayed-default", **delayed, "delay_s": 1.0, "poll_s": None},
     ]
 
 
@@ -154,6 +167,10 @@ def run_one(
             args += ["--jobs", str(workload["jobs"])]
         else:
             args += ["--samples", str(workload["samples"]), "--interval-ms", str(workload["interval_ms"])]
+        if workload["mode"] == "delayed":
+            args += ["--delay-s", str(workload["delay_s"])]
+            if workload["poll_s"] is not None:
+                args += ["--poll-s", str(workload["poll_s"])]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         env.pop("DATABASE_URL", None)
         if env_kind == "peers":
@@ -218,6 +235,31 @@ def table(results: dict[str, dict[str, dict[str, Any]]]) -> str:
     return head + "\n".join(rows) + "\n"
 
 
+def table_delayed(results: dict[str, dict[str, dict[str, Any]]]) -> str:
+    """Delayed-start lateness (handler start - due time), long poll and each library's default."""
+    head = (
+        "| contestant | poll s | lateness p50 ms | p99 ms | max ms "
+        "| default poll s | p50 ms | p99 ms | max ms |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+    )
+    rows = []
+    for name, res in results.items():
+        cells = []
+        for key in DELAYED_KEYS:
+            r = res.get(key, {})
+            if "skipped" in r or "error" in r:
+                cells.append(f"n/a: {r.get('skipped') or r.get('error')} | | |")
+                continue
+            poll = r.get("settings", {}).get("poll_interval_s")
+            cells.append(
+                f"{fmt(poll, 0)} | {fmt(r.get('p50_ms'), 1)} | {fmt(r.get('p99_ms'), 1)} "
+                f"| {fmt(r.get('max_ms'), 1)}"
+                + (f" ({r['missing']} never started)" if r.get("missing") else "")
+            )
+        rows.append(f"| {name} | " + " | ".join(cells) + " |")
+    return head + "\n".join(rows) + "\n"
+
+
 def verdict(results: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:
     """The issue's targets: pgrun throughput at least twice the faster peer's; p50 latency <= 5 ms."""
 
@@ -251,6 +293,9 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="2,000 jobs and 50 latency samples")
     parser.add_argument("--fast", action="store_true", help="embedded server without fsync")
     parser.add_argument("--only", nargs="*", choices=sorted(CONTESTANTS), help="run only these")
+    parser.add_argument(
+        "--workload", nargs="*", choices=WORKLOAD_KEYS, help="run only these workloads (default: all)"
+    )
     parser.add_argument("--no-upgrade", action="store_true", help="reuse the peers' venv as it is")
     parser.add_argument("--timeout-s", type=float, default=600.0, help="per workload")
     parser.add_argument(
@@ -259,6 +304,7 @@ def main() -> int:
     parser.add_argument("--json", default="bench/results/peers.json")
     args = parser.parse_args()
     names = [n for n in CONTESTANTS if not args.only or n in args.only]
+    chosen = [w for w in workloads(args.quick) if not args.workload or w["key"] in args.workload]
     versions: dict[str, str] = {}
     if args.profile or any(CONTESTANTS[n][1] == "peers" for n in names):
         versions.update(ensure_peers_venv(upgrade=not args.no_upgrade, profile=args.profile))
@@ -276,31 +322,37 @@ def main() -> int:
         "loadavg_at_start": os.getloadavg(),
         "started_at": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         "versions": versions,
-        "workloads": workloads(args.quick),
+        "workloads": chosen,
     }
     results: dict[str, dict[str, dict[str, Any]]] = {n: {} for n in names}
     with server(args.fast) as admin:
         with psycopg.connect(admin) as conn:
             report["postgresql"] = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
-        for workload in workloads(args.quick):
+        for workload in chosen:
             for name in names:
                 res = run_one(admin, name, workload, args.timeout_s, log_dir, args.profile)
                 results[name][workload["key"]] = res
                 shown = (
                     f"{res['jobs_per_s']:,.0f} jobs/s"
                     if "jobs_per_s" in res
-                    else f"p50 {res['p50_ms']:.2f} ms, p99 {res['p99_ms']:.2f} ms"
+                    else f"p50 {res['p50_ms']:.2f} ms, p99 {res['p99_ms']:.2f} ms, max {res['max_ms']:.2f} ms"
                     if "p50_ms" in res
                     else res.get("skipped") or res.get("error")
                 )
-                print(f"{name:>15} {workload['key']:>8}: {shown}", flush=True)
+                print(f"{name:>15} {workload['key']:>15}: {shown}", flush=True)
     report["loadavg_at_end"] = os.getloadavg()
     report["results"] = results
     report["verdict"] = verdict(results)
-    report["table"] = table(results)
+    keys = {w["key"] for w in chosen}
     print()
-    print(report["table"])
-    print(json.dumps(report["verdict"], indent=2))
+    if keys & set(MAIN_KEYS):
+        report["table"] = table(results)
+        print(report["table"])
+        print(json.dumps(report["verdict"], indent=2))
+    if keys & set(DELAYED_KEYS):
+        report["table_delayed"] = table_delayed(results)
+        print("delayed-start lateness (handler start - due time):")
+        print(report["table_delayed"])
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(json.dumps(report, indent=2))
     print(f"wrote {out_path}")

@@ -62,6 +62,7 @@ AS $$
         ('job_metrics', '{admin,producer,reader}'),
         ('dashboard_overview', '{admin,producer,reader}'),
         ('get_job_history', '{admin,producer,reader}'),
+        ('count_jobs', '{admin,producer,reader}'),
         -- the worker's lease machine, the reaper and the scheduler
         ('claim_jobs', '{admin,worker}'),
         ('heartbeat_jobs', '{admin,worker}'),

@@ -1,8 +1,32 @@
 -- Private helpers of the front door (enqueue.sql): request validation, the error
--- it raises, and the per-queue NOTIFY. Loaded before enqueue.sql (file name order).
+-- it raises, the per-queue NOTIFY, and THE insert every new job goes through.
+-- Loaded before enqueue.sql (file name order).
 --
--- Locks: none. Errors: _enqueue_raise_invalid raises the RQ003 input errors listed in
--- enqueue.sql; the others raise nothing of their own.
+-- * _enqueue_insert_jobs(ids, job_types, payloads, queues, priorities, max_attempts,
+--   timeouts, run_ats, organization_ids, idempotency_keys, requests, workflow_run_ids,
+--   workflow_step_keys, schedule_ids): the one set-based INSERT into jobs, called by the
+--   three doors that make jobs: enqueue (pgrun._enqueue), the workflow release
+--   (pgrun._workflow_release_steps, workflows/_release.sql) and the schedule fire
+--   (pgrun._schedule_fire, schedules/fire.sql). Parallel arrays, one element per job, in
+--   the order the jobs are inserted (for same-key enqueue elements the first wins); the
+--   three link arrays may be NULL (unnest pads them with NULLs). Each door decides the
+--   job's id, payload, run_at, organization and links; queue, priority, max_attempts and
+--   timeout are the door's request (NULL = not asked) and resolve here, and only here:
+--   coalesce(request, job_definitions, pgrun._job_defaults()); the backoff comes from the
+--   definition, else the built-in default. One 'enqueued' job_events row per inserted job,
+--   its detail naming the link (NULL for a plain job, {workflow_run_id, workflow_step_key}
+--   for a step's job, {schedule_id} for a schedule's). Keyed rows go in ON CONFLICT DO
+--   NOTHING on jobs_idempotency_idx (rows without a key never conflict). Then one
+--   pgrun._notify_queues call: the queue name for each queue that got a job ready now, and
+--   '<queue> <due>' for each queue that got delayed jobs, <due> the earliest run_at in Unix
+--   milliseconds. Returns the ids it inserted (NULL when none): a keyed element that
+--   conflicted is missing, and the door decides what that means.
+--
+-- Locks: _enqueue_insert_jobs locks the rows it inserts; a keyed insert waits for an
+-- uncommitted insert of its key. The others take none.
+-- Errors: _enqueue_raise_invalid raises the RQ003 input errors listed in enqueue.sql;
+-- the others raise nothing of their own (_enqueue_insert_jobs trusts its callers: every
+-- value was validated at its door, and the table's constraints are the last wall).
 
 -- The whole validation of a request array, as one read-only statement: the first
 -- bad element's 1-based index and error code, or no row. Every limit lives here.
@@ -35,7 +59,7 @@ BEGIN
             CASE
                 WHEN jsonb_typeof(e.elem) <> 'object' OR e.elem - c_known_keys <> '{}'::jsonb
                     THEN 'job.invalid_batch'
-                -- the job_definitions / jobs CHECK constraints say the same
+                -- the rule the job_definitions / job_schedules CHECK constraints call
                 WHEN coalesce(jsonb_typeof(e.elem -> 'job_type'), 'null') <> 'string'
                     OR NOT pgrun._valid_job_type(e.elem ->> 'job_type')
                     THEN 'job.invalid_type'
@@ -229,10 +253,8 @@ BEGIN
             END;
             v_hint := 'Each element is an object whose keys are enqueue_job''s parameter names.';
         WHEN 'job.invalid_type' THEN
-            v_detail := format('%sjob_type %s is not a valid job type', v_where,
-                left(coalesce(p_elem -> 'job_type', 'null'::jsonb)::text, 200));
-            v_hint := 'Use at most 128 characters: lowercase letters, digits and _, in segments '
-                'joined by ".", ":" or "-", starting with a letter (e.g. email.send).';
+            PERFORM pgrun._raise_invalid_job_type(format('%sjob_type %s is not a valid job type', v_where,
+                left(coalesce(p_elem -> 'job_type', 'null'::jsonb)::text, 200)));
         WHEN 'job.invalid_payload' THEN
             IF jsonb_typeof(p_elem -> 'payload') = 'object' THEN
                 v_detail := format('%spayload is nested more than 100 levels deep (arrays and objects)', v_where);
@@ -289,3 +311,121 @@ REVOKE EXECUTE ON FUNCTION pgrun._enqueue_raise_invalid(text, jsonb, integer) FR
 
 COMMENT ON FUNCTION pgrun._enqueue_raise_invalid(text, jsonb, integer) IS
 'Private: raises enqueue input error p_code (RQ003) for one request element, DETAIL naming it.';
+
+
+-- Generic plan: its statement does not depend on the values (as in pgrun._enqueue).
+CREATE OR REPLACE FUNCTION pgrun._enqueue_insert_jobs(
+    p_ids uuid[],
+    p_job_types text[],
+    p_payloads jsonb[],
+    p_queues text[],
+    p_priorities integer[],
+    p_max_attempts integer[],
+    p_timeouts integer[],
+    p_run_ats timestamptz[],
+    p_organization_ids uuid[],
+    p_idempotency_keys text[],
+    p_requests jsonb[],
+    p_workflow_run_ids uuid[],
+    p_workflow_step_keys text[],
+    p_schedule_ids uuid[]
+)
+RETURNS uuid[]
+LANGUAGE plpgsql
+VOLATILE
+SET plan_cache_mode = force_generic_plan
+AS $$
+DECLARE
+    v_now timestamptz := pgrun.now();
+    v_inserted uuid[];
+    v_queues text[];
+BEGIN
+    WITH ins AS (
+        INSERT INTO pgrun.jobs AS j (
+            id, job_type, queue, priority, status, payload, run_at, max_attempts, timeout_seconds,
+            backoff_base_seconds, backoff_max_seconds, backoff_jitter,
+            organization_id, idempotency_key, enqueue_request,
+            workflow_run_id, workflow_step_key, schedule_id, created_at, updated_at
+        )
+        SELECT
+            r.id,
+            r.job_type,
+            coalesce(r.queue, d.queue, b.queue),
+            coalesce(r.priority, d.priority, b.priority),
+            'queued',
+            r.payload,
+            r.run_at,
+            coalesce(r.max_attempts, d.max_attempts, b.max_attempts),
+            coalesce(r.timeout_seconds, d.timeout_seconds, b.timeout_seconds),
+            coalesce(d.backoff_base_seconds, b.backoff_base_seconds),
+            coalesce(d.backoff_max_seconds, b.backoff_max_seconds),
+            coalesce(d.backoff_jitter, b.backoff_jitter),
+            r.organization_id,
+            r.idempotency_key,
+            r.request,
+            r.workflow_run_id,
+            r.workflow_step_key,
+            r.schedule_id,
+            v_now,
+            v_now
+        FROM unnest(
+            p_ids, p_job_types, p_payloads, p_queues, p_priorities, p_max_attempts, p_timeouts, p_run_ats,
+            p_organization_ids, p_idempotency_keys, p_requests, p_workflow_run_ids, p_workflow_step_keys,
+            p_schedule_ids
+        ) WITH ORDINALITY AS r (
+            id, job_type, payload, queue, priority, max_attempts, timeout_seconds, run_at,
+            organization_id, idempotency_key, request, workflow_run_id, workflow_step_key, schedule_id, ord
+        )
+        CROSS JOIN pgrun._job_defaults() AS b
+        LEFT JOIN pgrun.job_definitions AS d ON d.job_type = r.job_type
+        -- array order decides which of several same-key elements creates the job
+        ORDER BY r.ord
+        ON CONFLICT (
+            job_type,
+            coalesce(organization_id, '00000000-0000-0000-0000-000000000000'::uuid),
+            idempotency_key
+        ) WHERE idempotency_key IS NOT NULL
+        DO NOTHING
+        RETURNING j.id, j.queue, j.run_at, j.workflow_run_id, j.workflow_step_key, j.schedule_id
+    ),
+    events AS (
+        INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, detail, created_at)
+        SELECT
+            i.id, 'enqueued', NULL, 'queued', 0,
+            CASE
+                WHEN i.workflow_run_id IS NOT NULL THEN jsonb_build_object(
+                    'workflow_run_id', i.workflow_run_id, 'workflow_step_key', i.workflow_step_key
+                )
+                WHEN i.schedule_id IS NOT NULL THEN jsonb_build_object('schedule_id', i.schedule_id)
+            END,
+            v_now
+        FROM ins AS i
+    )
+    SELECT
+        (SELECT array_agg(i.id) FROM ins AS i),
+        (SELECT array_agg(x.payload) FROM (
+            SELECT DISTINCT i.queue AS payload FROM ins AS i WHERE i.run_at <= v_now
+            UNION ALL
+            SELECT i.queue || ' ' || ceil(extract(EPOCH FROM min(i.run_at)) * 1000)::bigint
+            FROM ins AS i WHERE i.run_at > v_now GROUP BY i.queue
+        ) AS x)
+    INTO v_inserted, v_queues;
+
+    IF v_queues IS NOT NULL THEN
+        PERFORM pgrun._notify_queues(v_queues);
+    END IF;
+    RETURN v_inserted;
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._enqueue_insert_jobs(
+    uuid[], text[], jsonb[], text[], integer[], integer[], integer[], timestamptz[], uuid[], text[], jsonb[],
+    uuid[], text[], uuid[]
+) FROM public;
+
+COMMENT ON FUNCTION pgrun._enqueue_insert_jobs(
+    uuid[], text[], jsonb[], text[], integer[], integer[], integer[], timestamptz[], uuid[], text[], jsonb[],
+    uuid[], text[], uuid[]
+) IS
+'Private: THE insert of new jobs (enqueue, workflow release, schedule fire): settings resolved as request, '
+'definition, built-in default; one enqueued event each; NOTIFY per queue; returns the ids inserted.';

@@ -127,8 +127,12 @@ COMMENT ON FUNCTION pgrun._raise_lease_lost(uuid, uuid, text) IS
 --     delay never exceeds 10 years whatever the definition says (an interval must stay
 --     representable).
 --
--- p_attempt is the attempt that just ended (1 for the first try). Returns retry_at (NULL when
--- the job dies) and dead_reason (NULL when it is retried).
+-- p_attempt is the attempt that just ended (1 for the first try). The callers pass the
+-- budget and delay that hold for the job's current step: p_max_attempts is continue_job's
+-- max_attempts for the step when it gave one (jobs.step_max_attempts), else the job's;
+-- p_retry_delay is, in fail_jobs, the caller's retry_delay, else the step's
+-- (jobs.step_retry_delay), and in the reaper the step's, else the reaper's own. Returns
+-- retry_at (NULL when the job dies) and dead_reason (NULL when it is retried).
 CREATE OR REPLACE FUNCTION pgrun._retry_decision(
     p_attempt integer,
     p_max_attempts integer,

@@ -8,6 +8,8 @@
 -- attempt (number total_attempts, the claim's number over the job's life) lives in the
 -- jobs row itself; job_attempts shows it, and the write that ends the attempt records it on
 -- the event it writes anyway (outcome, step, lease token, start): no attempt row of its own.
+-- max_attempts is the budget of the job's current step: the one continue_job gave it
+-- (step_max_attempts), else the job's.
 --
 -- Paused job types are not claimed. A job type with max_concurrency never has more
 -- running jobs than the cap, however many claimers run at once:
@@ -203,7 +205,8 @@ BEGIN
         WHERE j.ctid = ANY(ARRAY(SELECT p.tid FROM picked AS p))
           AND j.status = 'queued'
         RETURNING
-            j.id, j.job_type, j.queue, j.priority, j.payload, j.attempt, j.max_attempts, j.lease_token,
+            j.id, j.job_type, j.queue, j.priority, j.payload, j.attempt,
+            coalesce(j.step_max_attempts, j.max_attempts) AS max_attempts, j.lease_token,
             j.lease_expires_at, j.timeout_seconds, j.step, j.state, j.progress, j.organization_id,
             j.workflow_run_id, j.workflow_step_key, j.run_at, j.total_attempts, j.worker_id
     ),
@@ -231,8 +234,8 @@ COMMENT ON FUNCTION pgrun.claim_jobs(text, integer, integer, text[], text[]) IS
 'running under a fresh lease_token that expires lease_seconds (1..86400) from now, attempt and '
 'total_attempts go up by one (job_attempts shows the running attempt), and one claimed event is '
 'written. Returns one '
-'row per claimed job, in claim order, with what the handler needs (payload, attempt, step, state, '
-'progress, the lease). Never waits on a lock held by another claimer. '
+'row per claimed job, in claim order, with what the handler needs (payload, attempt, max_attempts: the '
+'step''s budget when continue_job set one, step, state, progress, the lease). Never waits on a lock held by another claimer. '
 'A worker role limited to queues or job types claims inside its scope (NULL filters = the scope). '
 'Errors: job.invalid_worker_id, job.invalid_lease_seconds, job.invalid_max_jobs (RQ003); '
 'access.queue_denied, access.job_type_denied (42501: a filter outside the role''s scope).';

@@ -19,6 +19,17 @@
 -- 'cancelled') event; a job cancelled here that belongs to a workflow run has its step
 -- settled by pgrun._workflow_jobs_finished.
 --
+-- The next step's retry rules: max_attempts (1..1000, as enqueue_job takes it) gives that
+-- step its own attempt budget instead of the job's max_attempts, and retry_delay (the
+-- time-argument rule) its own delay between failed attempts instead of the job type's
+-- backoff. NULL (the default) means the job's own settings. They are stored on the job
+-- (step_max_attempts, step_retry_delay) for the step being queued and replaced by the next
+-- continue_job, so a later continue without them gives the job's settings back; requeue_job
+-- keeps them (it resumes the same step). fail_job(s) and the reaper read them: a
+-- retry_delay passed to fail_job(s) wins over the step's, which wins over the backoff (and,
+-- in the reaper, over its call-wide retry_delay); claim_jobs returns the step's budget as
+-- max_attempts. A pending cancel still stores them with next_step.
+--
 -- Limits: state is at most the job type's max_result_bytes of jsonb (NULL: 1 MiB; the same
 -- cap as a result, pgrun._result_cap), else job.state_too_large, and nested at most 100
 -- levels (pgrun._json_depth_ok: no client could decode a deeper one), else
@@ -27,15 +38,19 @@
 -- the time-argument rule (0 s..100 years, pgrun._check_time).
 --
 -- Errors: job.lease_lost (RQ004); job.invalid_argument (NULL job_id or lease_token),
--- job.invalid_step (NULL, blank or over 256 characters), job.invalid_delay (outside
--- 0 s..100 years), job.state_too_large, job.invalid_state (RQ003).
+-- job.invalid_step (NULL, blank or over 256 characters), job.invalid_delay (delay or
+-- retry_delay outside 0 s..100 years), job.invalid_max_attempts (outside 1..1000),
+-- job.state_too_large, job.invalid_state (RQ003). Every argument is checked before
+-- anything is read or written.
 
 CREATE OR REPLACE FUNCTION pgrun.continue_job(
     job_id uuid,
     lease_token uuid,
     next_step text,
     state jsonb DEFAULT NULL,
-    delay interval DEFAULT NULL
+    delay interval DEFAULT NULL,
+    max_attempts integer DEFAULT NULL,
+    retry_delay interval DEFAULT NULL
 )
 RETURNS TABLE (outcome text, run_at timestamptz)
 LANGUAGE plpgsql
@@ -66,6 +81,14 @@ BEGIN
             HINT = 'Name the step the job continues with; to finish the job call complete_job.';
     END IF;
     PERFORM pgrun._check_time('job.invalid_delay', 'delay', continue_job.delay);
+    IF continue_job.max_attempts NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'job.invalid_max_attempts' USING
+            ERRCODE = 'RQ003',
+            DETAIL = format('max_attempts %s is outside 1..1000', continue_job.max_attempts),
+            HINT = 'max_attempts is the next step''s attempt budget, the first try included; '
+                'NULL gives it the job''s max_attempts.';
+    END IF;
+    PERFORM pgrun._check_time('job.invalid_delay', 'retry_delay', continue_job.retry_delay);
 
     -- The state cap (the type's max_result_bytes, else 1 MiB), checked only for a state
     -- larger than the smallest cap a type may set, and the nesting rule; both only while
@@ -117,6 +140,8 @@ BEGIN
                 ELSE v_now + coalesce(continue_job.delay, interval '0')
             END,
             attempt = CASE WHEN o.cancel_requested THEN j.attempt ELSE 0 END,
+            step_max_attempts = continue_job.max_attempts,
+            step_retry_delay = continue_job.retry_delay,
             lease_token = NULL,
             lease_expires_at = NULL,
             finished_at = CASE WHEN o.cancel_requested THEN v_now END,
@@ -169,13 +194,16 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION pgrun.continue_job(uuid, uuid, text, jsonb, interval) IS
+COMMENT ON FUNCTION pgrun.continue_job(uuid, uuid, text, jsonb, interval, integer, interval) IS
 'Finish the current step of a running job and queue the same job at next_step (1..256 characters): state '
 'is stored (NULL keeps the current state), it runs again at now + delay (NULL = now), and its attempt '
 'budget starts afresh (attempt = 0; total_attempts keeps counting). The attempt ends with outcome '
 'continued and one continued event is written; the next claim returns the new step and state. A pending '
 'cancel request makes the job cancelled instead (step and state still stored). Returns outcome (continued '
 'or cancelled) and run_at of the next step. '
+'max_attempts (1..1000) and retry_delay give the next step its own attempt budget and delay between '
+'failed attempts (NULL = the job''s max_attempts and its type''s backoff; a retry_delay passed to fail_job '
+'still wins); they hold for that step only, a later continue without them restores the job''s settings. '
 'state is at most the type''s max_result_bytes of jsonb (default 1 MiB), nested at most 100 levels; delay '
-'0 s..100 years. Errors: job.lease_lost (RQ004; nothing is written), job.invalid_argument, job.invalid_step, '
-'job.invalid_delay, job.state_too_large, job.invalid_state (RQ003).';
+'and retry_delay 0 s..100 years. Errors: job.lease_lost (RQ004; nothing is written), job.invalid_argument, '
+'job.invalid_step, job.invalid_delay, job.invalid_max_attempts, job.state_too_large, job.invalid_state (RQ003).';

@@ -18,6 +18,16 @@
 --
 -- Neither function needs the job type to exist anywhere else first.
 --
+-- _job_defaults() is THE home of the built-in defaults: what a job gets when neither the
+-- request nor its type's definition says (queue 'default', priority 100, max_attempts 20,
+-- no timeout, backoff 2 s / 3600 s / 0.2). upsert_job_definition fills a definition's
+-- omitted fields from it and pgrun._enqueue_insert_jobs (jobs/_enqueue.sql) resolves every
+-- new job's settings against it. An IMMUTABLE SQL function returning one row, with no SET
+-- clause: the planner inlines it into the insert and folds its values into constants, so
+-- the hot insert pays no call per row (EXPLAIN VERBOSE shows the literals). The column
+-- defaults of job_definitions (sql/0002_jobs.sql) and upsert_job_definition's parameter
+-- defaults say the same for readers of the signature; the function decides.
+--
 -- Locks: one row of job_definitions or job_runtime_configs, via INSERT ... ON CONFLICT
 -- DO UPDATE (concurrent calls for one type serialize on that row; last writer wins).
 --
@@ -31,6 +41,37 @@
 -- job.invalid_queue, job.invalid_priority, job.invalid_max_attempts,
 -- job.invalid_timeout, job.invalid_backoff, job.invalid_max_result_bytes,
 -- job.invalid_max_concurrency.
+
+CREATE OR REPLACE FUNCTION pgrun._job_defaults()
+RETURNS TABLE (
+    queue text,
+    priority integer,
+    max_attempts integer,
+    timeout_seconds integer,
+    backoff_base_seconds double precision,
+    backoff_max_seconds double precision,
+    backoff_jitter double precision
+)
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+ROWS 1
+AS $$
+    SELECT
+        'default'::pg_catalog.text,
+        100,
+        20,
+        NULL::pg_catalog.int4,
+        2::pg_catalog.float8,
+        3600::pg_catalog.float8,
+        0.2::pg_catalog.float8
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._job_defaults() FROM public;
+
+COMMENT ON FUNCTION pgrun._job_defaults() IS
+'Private: the built-in job settings (queue, priority, max_attempts, timeout_seconds, backoff base, max, '
+'jitter) a job gets when neither its request nor its type''s definition gives one; one row.';
 
 CREATE OR REPLACE FUNCTION pgrun.upsert_job_definition(
     job_type text,
@@ -50,22 +91,29 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_queue text := coalesce(upsert_job_definition.queue, 'default');
-    v_priority integer := coalesce(upsert_job_definition.priority, 100);
-    v_max_attempts integer := coalesce(upsert_job_definition.max_attempts, 20);
-    v_base double precision := coalesce(upsert_job_definition.backoff_base_seconds, 2);
-    v_max double precision := coalesce(upsert_job_definition.backoff_max_seconds, 3600);
-    v_jitter double precision := coalesce(upsert_job_definition.backoff_jitter, 0.2);
+    v_queue text;
+    v_priority integer;
+    v_max_attempts integer;
+    v_base double precision;
+    v_max double precision;
+    v_jitter double precision;
     v_row pgrun.job_definitions;
     v_old pgrun.job_definitions;
 BEGIN
-    -- Keep these rules in step with the CHECK constraints on job_definitions and jobs.
+    SELECT
+        coalesce(upsert_job_definition.queue, b.queue),
+        coalesce(upsert_job_definition.priority, b.priority),
+        coalesce(upsert_job_definition.max_attempts, b.max_attempts),
+        coalesce(upsert_job_definition.backoff_base_seconds, b.backoff_base_seconds),
+        coalesce(upsert_job_definition.backoff_max_seconds, b.backoff_max_seconds),
+        coalesce(upsert_job_definition.backoff_jitter, b.backoff_jitter)
+    INTO v_queue, v_priority, v_max_attempts, v_base, v_max, v_jitter
+    FROM pgrun._job_defaults() AS b;
+    -- The job type rule is the one job_definitions' CHECK constraint calls (sql/0015).
     IF upsert_job_definition.job_type IS NULL OR NOT pgrun._valid_job_type(upsert_job_definition.job_type) THEN
-        RAISE EXCEPTION 'job.invalid_type' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('job_type %s is not a valid job type', pgrun._shown(upsert_job_definition.job_type)),
-            HINT = 'Use at most 128 characters: lowercase letters, digits and _, in segments '
-                'joined by ".", ":" or "-", starting with a letter (e.g. email.send).';
+        PERFORM pgrun._raise_invalid_job_type(
+            format('job_type %s is not a valid job type', pgrun._shown(upsert_job_definition.job_type))
+        );
     END IF;
     IF NOT pgrun._valid_queue(v_queue) THEN
         RAISE EXCEPTION 'job.invalid_queue' USING
@@ -186,11 +234,9 @@ DECLARE
     v_row pgrun.job_runtime_configs;
 BEGIN
     IF set_job_runtime_config.job_type IS NULL OR NOT pgrun._valid_job_type(set_job_runtime_config.job_type) THEN
-        RAISE EXCEPTION 'job.invalid_type' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('job_type %s is not a valid job type', pgrun._shown(set_job_runtime_config.job_type)),
-            HINT = 'Use at most 128 characters: lowercase letters, digits and _, in segments '
-                'joined by ".", ":" or "-", starting with a letter (e.g. email.send).';
+        PERFORM pgrun._raise_invalid_job_type(
+            format('job_type %s is not a valid job type', pgrun._shown(set_job_runtime_config.job_type))
+        );
     END IF;
     IF set_job_runtime_config.max_concurrency <= 0 THEN
         RAISE EXCEPTION 'job.invalid_max_concurrency' USING

@@ -4,7 +4,10 @@
 --
 -- Resolution: an argument given wins, else the type's job_definitions row, else the
 -- built-in default (queue 'default', priority 100 (0..32767, lower runs first),
--- max_attempts 20, no timeout, backoff 2 s / 3600 s / 0.2). Unknown job types are fine.
+-- max_attempts 20, no timeout, backoff 2 s / 3600 s / 0.2: pgrun._job_defaults). Unknown
+-- job types are fine. The resolution, the INSERT, the events and the NOTIFY are the shared
+-- insert's (pgrun._enqueue_insert_jobs, _enqueue.sql), which the workflow release and the
+-- schedule fire call too: a job means the same whichever door made it.
 -- payload: a JSON object (NULL = {}) of at most 1 MiB (pg_column_size of the jsonb),
 -- nested at most 100 levels (pgrun._json_depth_ok; deeper is job.invalid_payload).
 -- run_at (absolute; a past one is ready at once; finite and at most 100 years ahead) and
@@ -29,8 +32,9 @@
 --
 -- Bulk: enqueue_jobs takes an array of objects keyed like enqueue_job's parameters
 -- (delay: seconds or an interval string). The whole array is validated first (the first
--- bad element's 1-based index goes in DETAIL), then ONE INSERT ... SELECT FROM
--- jsonb_array_elements creates the jobs (ids from pgrun._uuidv7_series) and events.
+-- bad element's 1-based index goes in DETAIL), then one statement parses the array into
+-- jobs (ids from pgrun._uuidv7_series) and ONE INSERT ... SELECT creates them and their
+-- events (pgrun._enqueue_insert_jobs).
 -- Elements sharing a key act like retries in array order: the first creates, identical
 -- later ones return its job (created = false), a different one conflicts (all rolls back).
 --
@@ -76,8 +80,18 @@ DECLARE
     v_bad_code text;
     v_where text;
     v_ids uuid[];
-    v_run_ats timestamptz[];
+    v_job_types text[];
+    v_payloads jsonb[];
     v_queues text[];
+    v_priorities integer[];
+    v_max_attempts integer[];
+    v_timeouts integer[];
+    v_run_ats timestamptz[];
+    v_orgs uuid[];
+    v_keys text[];
+    v_requests jsonb[];
+    v_keyed boolean;
+    v_created uuid[];
     v_pending jsonb;
     v_existing_id uuid;
     v_existing_request jsonb;
@@ -155,10 +169,19 @@ BEGIN
         END IF;
     END IF;
 
-    -- 2. One statement: parse, resolve defaults, insert jobs and their events.
-    WITH req AS MATERIALIZED (
+    -- 2. Parse each element into its job (id, run_at, stamped organization, snapshot), in
+    -- array order; the insert, the resolution of settings, the events and the NOTIFY are the
+    -- shared core's (pgrun._enqueue_insert_jobs, _enqueue.sql).
+    SELECT
+        array_agg(q.id), array_agg(q.job_type), array_agg(q.payload), array_agg(q.queue),
+        array_agg(q.priority), array_agg(q.max_attempts), array_agg(q.timeout_seconds),
+        array_agg(q.eff_run_at), array_agg(q.organization_id), array_agg(q.idempotency_key),
+        array_agg(q.request), bool_or(q.idempotency_key IS NOT NULL)
+    INTO v_ids, v_job_types, v_payloads, v_queues, v_priorities, v_max_attempts, v_timeouts,
+        v_run_ats, v_orgs, v_keys, v_requests, v_keyed
+    FROM (
         SELECT
-            e.ord::integer AS ord,
+            e.ord,
             e.id,
             r.*,
             coalesce(r.run_at, v_now + make_interval(secs => r.delay_seconds::double precision), v_now)
@@ -202,69 +225,33 @@ BEGIN
                 e.elem ->> 'idempotency_key' AS idempotency_key,
                 coalesce((e.elem ->> 'organization_id')::uuid, v_default_org) AS organization_id
         ) AS r
-    ),
-    ins AS (
-        INSERT INTO pgrun.jobs AS j (
-            id, job_type, queue, priority, status, payload, run_at, max_attempts, timeout_seconds,
-            backoff_base_seconds, backoff_max_seconds, backoff_jitter,
-            organization_id, idempotency_key, enqueue_request, created_at, updated_at
-        )
-        SELECT
-            q.id,
-            q.job_type,
-            coalesce(q.queue, d.queue, 'default'),
-            coalesce(q.priority, d.priority, 100),
-            'queued',
-            q.payload,
-            q.eff_run_at,
-            coalesce(q.max_attempts, d.max_attempts, 20),
-            coalesce(q.timeout_seconds, d.timeout_seconds),
-            coalesce(d.backoff_base_seconds, 2),
-            coalesce(d.backoff_max_seconds, 3600),
-            coalesce(d.backoff_jitter, 0.2),
-            q.organization_id,
-            q.idempotency_key,
-            q.request,
-            v_now,
-            v_now
-        FROM req AS q
-        LEFT JOIN pgrun.job_definitions AS d ON d.job_type = q.job_type
-        -- array order decides which of several same-key elements creates the job
-        ORDER BY q.ord
-        ON CONFLICT (
-            job_type,
-            coalesce(organization_id, '00000000-0000-0000-0000-000000000000'::uuid),
-            idempotency_key
-        ) WHERE idempotency_key IS NOT NULL
-        DO NOTHING
-        RETURNING j.id, j.queue, j.run_at
-    ),
-    events AS (
-        INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, created_at)
-        SELECT i.id, 'enqueued', NULL, 'queued', 0, v_now
-        FROM ins AS i
-    )
-    SELECT
-        (SELECT array_agg(x.payload) FROM (
-            SELECT DISTINCT i.queue AS payload FROM ins AS i WHERE i.run_at <= v_now
-            UNION ALL
-            SELECT i.queue || ' ' || ceil(extract(EPOCH FROM min(i.run_at)) * 1000)::bigint
-            FROM ins AS i WHERE i.run_at > v_now GROUP BY i.queue
-        ) AS x),
-        array_agg(q.id ORDER BY q.ord),
-        array_agg(q.eff_run_at ORDER BY q.ord),
-        jsonb_agg(
+        -- the aggregates keep this order: every array lists the elements in array order
+        ORDER BY e.ord
+    ) AS q;
+
+    v_created := pgrun._enqueue_insert_jobs(
+        v_ids, v_job_types, v_payloads, v_queues, v_priorities, v_max_attempts, v_timeouts, v_run_ats,
+        v_orgs, v_keys, v_requests, NULL, NULL, NULL
+    );
+
+    -- Keyed elements that created nothing (their id is not among the inserted ones).
+    IF v_keyed THEN
+        SELECT jsonb_agg(
             jsonb_build_object(
-                'ordinality', q.ord,
-                'job_type', q.job_type,
-                'organization_id', q.organization_id,
-                'idempotency_key', q.idempotency_key,
-                'request', q.request
+                'ordinality', u.ord,
+                'job_type', u.job_type,
+                'organization_id', u.organization_id,
+                'idempotency_key', u.idempotency_key,
+                'request', u.request
             )
-            ORDER BY q.ord
-        ) FILTER (WHERE q.idempotency_key IS NOT NULL AND q.id NOT IN (SELECT i.id FROM ins AS i))
-    INTO v_queues, v_ids, v_run_ats, v_pending
-    FROM req AS q;
+            ORDER BY u.ord
+        )
+        INTO v_pending
+        FROM unnest(v_ids, v_job_types, v_orgs, v_keys, v_requests)
+            WITH ORDINALITY AS u (id, job_type, organization_id, idempotency_key, request, ord)
+        WHERE u.idempotency_key IS NOT NULL
+            AND NOT EXISTS (SELECT FROM unnest(v_created) AS c (id) WHERE c.id = u.id);
+    END IF;
 
     -- 3. Keyed elements that created nothing: an identical earlier request, or a conflict.
     IF v_pending IS NOT NULL THEN
@@ -314,10 +301,6 @@ BEGIN
                 HINT = 'Resend the original request unchanged, or use a new idempotency key '
                     'for a different request.';
         END IF;
-    END IF;
-
-    IF v_queues IS NOT NULL THEN
-        PERFORM pgrun._notify_queues(v_queues);
     END IF;
 
     IF v_pending IS NULL THEN

@@ -4,13 +4,16 @@
 -- pgrun.now()) the attempt ends and pgrun._retry_decision (plpgsql/jobs/_lease.sql, the one
 -- rule the reaper uses too) decides:
 --   * retryable and attempt < max_attempts -> back to 'queued' at run_at = now + delay:
---     retry_delay when given, else exponential backoff with jitter from the job's policy,
+--     retry_delay when given, else the step's retry delay (continue_job's retry_delay),
+--     else exponential backoff with jitter from the job's policy,
 --       d = least(backoff_max_seconds, backoff_base_seconds * 2^(attempt - 1))
 --       d * (1 - backoff_jitter) <= delay <= d * (1 + backoff_jitter)
 --     event 'retry_scheduled'.
 --   * not retryable -> 'dead' at once, dead letter reason 'non_retryable', event 'dead'.
 --   * attempt >= max_attempts -> 'dead', dead letter reason 'attempts_exhausted', event 'dead'.
 --   * a cancel was requested -> 'cancelled' (no retry), event 'cancelled'.
+-- max_attempts is the step's budget when continue_job set one (step_max_attempts), else the
+-- job's; both overrides are read from the row already locked, no other lookup.
 -- The attempt's outcome is 'timed_out' when error_code = 'timeout', 'crashed' when
 -- error_code = 'crashed', 'cancelled' for a cancel request, else 'failed'. The message is
 -- stored once, on the event that ends the attempt (job_attempts reads it); the job keeps
@@ -93,10 +96,14 @@ BEGIN
 
     owned AS MATERIALIZED (
         SELECT
-            j.id, j.job_type, j.queue, j.attempt, j.total_attempts, j.max_attempts,
+            j.id, j.job_type, j.queue, j.attempt, j.total_attempts,
+            coalesce(j.step_max_attempts, j.max_attempts) AS max_attempts,
             j.backoff_base_seconds, j.backoff_max_seconds, j.backoff_jitter,
             j.step, j.worker_id, j.lease_token, j.started_at, j.cancel_requested_at, j.cancel_reason,
-            i.error_code, i.message, i.retryable, i.retry_delay, i.ord
+            i.error_code, i.message, i.retryable,
+            -- the caller's delay, else the step's (continue_job), else the backoff
+            coalesce(i.retry_delay, j.step_retry_delay) AS retry_delay,
+            i.ord
         FROM input AS i
         JOIN pgrun.jobs AS j ON j.id = i.id
         WHERE j.lease_token = i.token
@@ -218,11 +225,13 @@ $$;
 
 COMMENT ON FUNCTION pgrun.fail_jobs(uuid[], uuid[], text[], text[], boolean[], interval[]) IS
 'Fail a batch of running jobs in one statement: parallel arrays job_ids, lease_tokens and optional '
-'error_codes, messages, retryable (NULL = true) and retry_delays (NULL = the job''s backoff). Each job '
+'error_codes, messages, retryable (NULL = true) and retry_delays (NULL = the retry_delay continue_job '
+'gave the step, else the job''s backoff). Each job '
 'whose lease is still owned is retried (queued again at now + delay; backoff '
 'd = least(backoff_max_seconds, backoff_base_seconds * 2^(attempt-1)), jittered within '
 'd * (1 +/- backoff_jitter)), or dies (not retryable, or attempt >= max_attempts: status dead plus a '
-'job_dead_letters row), or ends cancelled when a cancel was requested. Attempt outcome: timed_out for '
+'job_dead_letters row; max_attempts is the step''s when continue_job set one), or ends cancelled when a '
+'cancel was requested. Attempt outcome: timed_out for '
 'error code timeout, crashed for crashed, else failed. Messages over 4000 characters and codes over 128 '
 'are truncated, never rejected. Returns one row per input job in input order: outcome retry_scheduled, '
 'dead, cancelled or lease_lost (with lost_reason; nothing written for that job), and run_at for a retry. '
@@ -269,9 +278,11 @@ $$;
 
 COMMENT ON FUNCTION pgrun.fail_job(uuid, uuid, text, text, boolean, interval) IS
 'Fail one running job under its lease. retryable (default true; NULL = true) and attempts left: it is '
-'queued again at now + retry_delay, or, without retry_delay, after the job''s exponential backoff '
+'queued again at now + retry_delay, or, without retry_delay, after the step''s retry_delay (set by '
+'continue_job), else the job''s exponential backoff '
 'd = least(backoff_max_seconds, backoff_base_seconds * 2^(attempt-1)) jittered within '
-'d * (1 +/- backoff_jitter). Not retryable, or attempt >= max_attempts: it is dead at once, with a '
+'d * (1 +/- backoff_jitter). Not retryable, or attempt >= max_attempts (the step''s when continue_job '
+'set one): it is dead at once, with a '
 'job_dead_letters row (reason non_retryable or attempts_exhausted). A pending cancel request makes it '
 'cancelled instead. The attempt ends timed_out (error_code timeout), crashed (error_code crashed) or '
 'failed. A message over 4000 characters (code over 128) is truncated, never rejected. retry_delay: '

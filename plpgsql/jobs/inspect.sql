@@ -15,7 +15,12 @@
 -- the next. Jobs created while you page appear on later pages, never skipped. Filters
 -- combine with AND; NULL means no filter. Rows carry the scheduling, lease and outcome
 -- columns but not the blobs (payload, state, progress, result, enqueue_request):
--- get_job has those.
+-- get_job has those. count_jobs (jobs/metrics.sql) counts by status with the same filters,
+-- the same checks (_check_job_status) and the same tenancy filter (_jobs_scope_condition).
+--
+-- Names: the job's id is job_id, as every function that takes or returns one calls it.
+-- list_jobs rows (last column) and get_job's object also keep "id", the same value, for
+-- the clients written before job_id was added; new code reads job_id.
 --
 -- Tenancy (util/_access.sql): both see only the jobs of the organizations the caller acts
 -- for; organization_id narrows that to one. Another organization's job is job.not_found,
@@ -41,6 +46,7 @@ BEGIN
     SELECT
         (to_jsonb(j) - 'lease_token')
         || jsonb_build_object(
+            'job_id', j.id,
             'error_message', pgrun._attempt_error_message(j.id, j.error_attempt),
             'attempts',
             coalesce(
@@ -81,7 +87,8 @@ END;
 $$;
 
 COMMENT ON FUNCTION pgrun.get_job(uuid, uuid) IS
-'One job as jsonb: all its columns (lease_token omitted) with error_message, plus "attempts" (one '
+'One job as jsonb: all its columns (lease_token omitted) with job_id (the job''s id; "id" holds the same '
+'value, kept for older clients) and error_message, plus "attempts" (one '
 'object per claim, in order, with log_lines kept and log_lines_dropped over the 1000-line cap) and '
 '"dead_letters" (oldest first). Only jobs of the organizations the caller acts for are '
 'visible (organization_id names one). Errors: job.not_found (RQ002) when there is no such job or the caller '
@@ -108,6 +115,60 @@ REVOKE EXECUTE ON FUNCTION pgrun._attempt_error_message(uuid, integer) FROM publ
 COMMENT ON FUNCTION pgrun._attempt_error_message(uuid, integer) IS
 'Private: the error message of a job''s attempt, from the event that ended it (the one place it is stored).';
 
+-- The status argument of list_jobs and count_jobs: NULL (every status) or one of the jobs
+-- table's CHECK (jobs_status_check), else job.invalid_status.
+CREATE OR REPLACE FUNCTION pgrun._check_job_status(p_status text)
+RETURNS void
+LANGUAGE plpgsql
+STABLE
+AS $$
+BEGIN
+    IF p_status IS NOT NULL
+        AND p_status NOT IN ('queued', 'running', 'succeeded', 'dead', 'cancelled') THEN
+        RAISE EXCEPTION 'job.invalid_status' USING
+            ERRCODE = 'RQ003',
+            DETAIL = format('status %s is not a job status', pgrun._shown(p_status)),
+            HINT = 'Use one of queued, running, succeeded, dead, cancelled, or NULL for all.';
+    END IF;
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._check_job_status(text) FROM public;
+
+COMMENT ON FUNCTION pgrun._check_job_status(text) IS
+'Private: raises job.invalid_status unless the status argument is NULL or a job status.';
+
+-- The tenancy filter of list_jobs and count_jobs, as a condition on "j" (pgrun.jobs) for their
+-- dynamic SQL, from a _caller_scope row; p_ids_param and p_untenanted_param are the
+-- placeholders ($n) the caller binds the scope's organization_ids and untenanted to. One
+-- organization is a probe of jobs_organization_idx; several, or work without an organization,
+-- a filter on whatever walk the other conditions choose; an admin's every organization, none.
+CREATE OR REPLACE FUNCTION pgrun._jobs_scope_condition(
+    p_all_organizations boolean,
+    p_organization_ids uuid[],
+    p_untenanted boolean,
+    p_ids_param text,
+    p_untenanted_param text
+)
+RETURNS text
+LANGUAGE sql
+STABLE
+AS $$
+    SELECT CASE
+        WHEN p_all_organizations THEN 'true'
+        WHEN pg_catalog.cardinality(p_organization_ids) OPERATOR(pg_catalog.=) 1 AND NOT p_untenanted
+            THEN pg_catalog.format('j.organization_id = (%s)[1]', p_ids_param)
+        WHEN pg_catalog.cardinality(p_organization_ids) OPERATOR(pg_catalog.=) 0 AND p_untenanted
+            THEN 'j.organization_id IS NULL'
+        ELSE pg_catalog.format('pgrun._in_scope(j.organization_id, false, %s, %s)', p_ids_param, p_untenanted_param)
+    END
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._jobs_scope_condition(boolean, uuid[], boolean, text, text) FROM public;
+
+COMMENT ON FUNCTION pgrun._jobs_scope_condition(boolean, uuid[], boolean, text, text) IS
+'Private: the tenancy filter of list_jobs and count_jobs as SQL text on alias j, for their dynamic queries.';
+
 -- The query behind list_jobs; plpgsql only so that each filter combination gets its
 -- own plan (dynamic SQL) instead of a generic one full of "param IS NULL OR ...".
 CREATE OR REPLACE FUNCTION pgrun._list_jobs(
@@ -128,13 +189,7 @@ DECLARE
     v_where text[] := ARRAY['true'];
     v_scope record;
 BEGIN
-    IF p_status IS NOT NULL
-        AND p_status NOT IN ('queued', 'running', 'succeeded', 'dead', 'cancelled') THEN
-        RAISE EXCEPTION 'job.invalid_status' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('status %s is not a job status', pgrun._shown(p_status)),
-            HINT = 'Use one of queued, running, succeeded, dead, cancelled, or NULL for all.';
-    END IF;
+    PERFORM pgrun._check_job_status(p_status);
     IF v_limit NOT BETWEEN 1 AND 1000 THEN
         RAISE EXCEPTION 'job.invalid_max_rows' USING
             ERRCODE = 'RQ003',
@@ -155,15 +210,9 @@ BEGIN
     -- work without an organization, a filter on the walk in id order.
     SELECT c.all_organizations, c.organization_ids, c.untenanted INTO v_scope
     FROM pgrun._caller_scope(p_organization_id) AS c;
-    IF NOT v_scope.all_organizations THEN
-        v_where := v_where || CASE
-            WHEN cardinality(v_scope.organization_ids) = 1 AND NOT v_scope.untenanted
-                THEN 'j.organization_id = ($8)[1]'
-            WHEN cardinality(v_scope.organization_ids) = 0 AND v_scope.untenanted
-                THEN 'j.organization_id IS NULL'
-            ELSE 'pgrun._in_scope(j.organization_id, false, $8, $9)'
-        END;
-    END IF;
+    v_where := v_where || pgrun._jobs_scope_condition(
+        v_scope.all_organizations, v_scope.organization_ids, v_scope.untenanted, '$8', '$9'
+    );
     IF p_workflow_run_id IS NOT NULL THEN
         v_where := v_where || 'j.workflow_run_id = $5'::text;
     END IF;
@@ -221,7 +270,8 @@ RETURNS TABLE (
     created_at timestamptz,
     updated_at timestamptz,
     started_at timestamptz,
-    finished_at timestamptz
+    finished_at timestamptz,
+    job_id uuid
 )
 LANGUAGE sql
 STABLE
@@ -234,7 +284,7 @@ AS $$
         j.cancel_requested_at, j.cancel_reason, j.step, j.error_code,
         pgrun._attempt_error_message(j.id, j.error_attempt),
         j.organization_id, j.idempotency_key, j.workflow_run_id, j.workflow_step_key, j.schedule_id,
-        j.created_at, j.updated_at, j.started_at, j.finished_at
+        j.created_at, j.updated_at, j.started_at, j.finished_at, j.id
     FROM pgrun._list_jobs(
         list_jobs.status, list_jobs.job_type, list_jobs.queue, list_jobs.organization_id,
         list_jobs.workflow_run_id, list_jobs.after_id, list_jobs.max_rows
@@ -247,4 +297,6 @@ COMMENT ON FUNCTION pgrun.list_jobs(text, text, text, uuid, uuid, uuid, integer)
 'for the next page. Only jobs the caller may see (its organizations; an admin: all). Filters (NULL = any): '
 'status, job_type, queue, organization_id (one of the caller''s organizations), '
 'workflow_run_id. max_rows 1..1000, default 50. Returns the scheduling, lease and outcome columns, not '
-'payload/state/progress/result (use get_job). Errors: job.invalid_status, job.invalid_max_rows (RQ003).';
+'payload/state/progress/result (use get_job); the job''s id is job_id (the last column) and also id (the '
+'first), kept for older clients. To count, use count_jobs. Errors: job.invalid_status, '
+'job.invalid_max_rows (RQ003).';

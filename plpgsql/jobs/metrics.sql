@@ -1,6 +1,7 @@
--- queue_depth and job_metrics: what is waiting, running and finishing, per queue and job type.
+-- queue_depth, job_metrics and count_jobs: what is waiting, running and finishing, per queue
+-- and job type, and how many jobs are in each status.
 --
--- Both count only the jobs the caller may see (pgrun._caller_scope of organization_id: an
+-- All three count only the jobs the caller may see (pgrun._caller_scope of organization_id: an
 -- admin without one counts every organization, any other role its own organizations, or the
 -- work without an organization), so a tenant's dashboard never shows another tenant's queue.
 --
@@ -9,7 +10,23 @@
 -- (counts by status over all of them; rates and percentiles over the last 5 minutes): poll it
 -- for dashboards and alerts, never from a hot path. Times use pgrun.now().
 --
--- Locks: none. Errors: none.
+-- count_jobs(status, job_type, queue, organization_id, workflow_run_id) is list_jobs without
+-- the paging: one row per status of jobs_status_check in lifecycle order (queued, running,
+-- succeeded, dead, cancelled; zeros included), or with status given that one row. Its filters,
+-- argument check (_check_job_status) and tenancy filter (_jobs_scope_condition) are list_jobs'
+-- (jobs/inspect.sql), and like it each filter combination is planned on its own (dynamic SQL),
+-- so the planner sees the status and can use a partial index. What it costs, per status (plan
+-- shapes in docs/enqueue.md, "Counting jobs"):
+--   queued    an index-only scan of jobs_claim_idx (partial: queued rows only), so it grows
+--             with the queued jobs, not with the finished history;
+--   running   the same over jobs_lease_idx (running rows only);
+--   succeeded, dead, cancelled, or no status: a sequential scan of the whole jobs table: no
+--             index holds the status of finished rows (jobs_finished_idx has finished_at
+--             only), and one would be written on every finish. Poll these like job_metrics.
+-- A filter on organization_id or workflow_run_id can turn the scan into a probe of
+-- jobs_organization_idx / jobs_workflow_idx when it selects few rows.
+--
+-- Locks: none. Errors: job.invalid_status (RQ003) from count_jobs; none from the others.
 
 CREATE OR REPLACE FUNCTION pgrun.queue_depth(organization_id uuid DEFAULT NULL)
 RETURNS TABLE (
@@ -164,3 +181,102 @@ COMMENT ON FUNCTION pgrun.job_metrics(uuid) IS
 'seconds (started_at - run_at of jobs started in the window), duration p50/p95 in seconds (finished_at - '
 'started_at of jobs finished in the window), and attempts that ended crashed or lease_expired. Scans the '
 'whole jobs table: poll it, do not call it from hot paths.';
+
+-- The query behind count_jobs (plpgsql for the checks and the dynamic SQL; the public
+-- function is SQL because its parameter status and its result column status share a name).
+CREATE OR REPLACE FUNCTION pgrun._count_jobs(
+    p_status text,
+    p_job_type text,
+    p_queue text,
+    p_organization_id uuid,
+    p_workflow_run_id uuid
+)
+RETURNS TABLE (job_status text, job_count bigint)
+LANGUAGE plpgsql
+STABLE
+AS $$
+DECLARE
+    v_where text[] := ARRAY['true'];
+    v_scope record;
+    v_query text;
+BEGIN
+    PERFORM pgrun._check_job_status(p_status);
+
+    IF p_status IS NOT NULL THEN
+        v_where := v_where || 'j.status = $1'::text;
+    END IF;
+    IF p_job_type IS NOT NULL THEN
+        v_where := v_where || 'j.job_type = $2'::text;
+    END IF;
+    IF p_queue IS NOT NULL THEN
+        v_where := v_where || 'j.queue = $3'::text;
+    END IF;
+    SELECT c.all_organizations, c.organization_ids, c.untenanted INTO v_scope
+    FROM pgrun._caller_scope(p_organization_id) AS c;
+    v_where := v_where || pgrun._jobs_scope_condition(
+        v_scope.all_organizations, v_scope.organization_ids, v_scope.untenanted, '$6', '$7'
+    );
+    IF p_workflow_run_id IS NOT NULL THEN
+        v_where := v_where || 'j.workflow_run_id = $5'::text;
+    END IF;
+
+    IF p_status IS NOT NULL THEN
+        -- One status: a bare count(*), so that for queued and running the partial index alone
+        -- answers it (an index-only scan needs no column of the row).
+        v_query := format('SELECT $1, count(*) FROM pgrun.jobs AS j WHERE %s', array_to_string(v_where, ' AND '));
+    ELSE
+        v_query := format(
+            'SELECT s.status, coalesce(c.jobs, 0)
+             FROM unnest(ARRAY[''queued'', ''running'', ''succeeded'', ''dead'', ''cancelled''])
+                 WITH ORDINALITY AS s (status, ordinal)
+             LEFT JOIN (
+                 SELECT j.status, count(*) AS jobs FROM pgrun.jobs AS j WHERE %s GROUP BY j.status
+             ) AS c ON c.status = s.status
+             ORDER BY s.ordinal',
+            array_to_string(v_where, ' AND ')
+        );
+    END IF;
+    -- At most five rows: the loop names the OUT columns it fills.
+    FOR job_status, job_count IN EXECUTE v_query
+        USING p_status, p_job_type, p_queue, p_organization_id,
+            p_workflow_run_id, v_scope.organization_ids, v_scope.untenanted
+    LOOP
+        RETURN NEXT;
+    END LOOP;
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._count_jobs(text, text, text, uuid, uuid) FROM public;
+
+COMMENT ON FUNCTION pgrun._count_jobs(text, text, text, uuid, uuid) IS
+'Private: validates count_jobs'' arguments and runs its count with a plan for the filters given.';
+
+CREATE OR REPLACE FUNCTION pgrun.count_jobs(
+    status text DEFAULT NULL,
+    job_type text DEFAULT NULL,
+    queue text DEFAULT NULL,
+    organization_id uuid DEFAULT NULL,
+    workflow_run_id uuid DEFAULT NULL
+)
+RETURNS TABLE (status text, jobs bigint)
+LANGUAGE sql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT c.job_status, c.job_count
+    FROM pgrun._count_jobs(
+        count_jobs.status, count_jobs.job_type, count_jobs.queue, count_jobs.organization_id,
+        count_jobs.workflow_run_id
+    ) WITH ORDINALITY AS c (job_status, job_count, ordinal)
+    ORDER BY c.ordinal
+$$;
+
+COMMENT ON FUNCTION pgrun.count_jobs(text, text, text, uuid, uuid) IS
+'How many jobs are in each status, over the jobs the caller may see (its organizations; an admin: all): '
+'one row per status in lifecycle order (queued, running, succeeded, dead, cancelled), zeros included; '
+'with status given, that one row. Filters as list_jobs (NULL = any): status, job_type, queue, '
+'organization_id (one of the caller''s organizations), workflow_run_id. Cost: queued and running are '
+'read from their partial indexes (they grow with those jobs only); succeeded, dead, cancelled and no '
+'status scan the whole jobs table: poll those, do not call them from hot paths. Errors: '
+'job.invalid_status (RQ003).';

@@ -4,10 +4,12 @@
 -- partition, a stop without a final write). Up to max_jobs of them, longest expired
 -- first, are taken and their attempt ends with outcome 'lease_expired' (error code
 -- 'lease_expired'). pgrun._retry_decision (the same rule as fail_job) decides the rest:
---   * attempts left -> 'queued' again after the backoff (or retry_delay when given),
---     event 'lease_expired';
---   * attempt >= max_attempts -> 'dead', a job_dead_letters row with reason
---     'lease_expired', event 'dead';
+--   * attempts left -> 'queued' again after the step's retry delay (continue_job's
+--     retry_delay) when it has one, else retry_delay when given, else the backoff, event
+--     'lease_expired'. The step's delay wins over this call's: the reaper's retry_delay is
+--     one setting for every job, the step's was chosen for that step;
+--   * attempt >= max_attempts (the step's, continue_job's max_attempts, when set) -> 'dead',
+--     a job_dead_letters row with reason 'lease_expired', event 'dead';
 --   * a cancel was requested -> 'cancelled', event 'cancelled' (the worker never came
 --     back to honour it).
 -- One statement with data-modifying CTEs. The worker that held the lease finds out at its
@@ -66,10 +68,13 @@ BEGIN
 
     WITH expired AS MATERIALIZED (
         SELECT
-            j.id, j.job_type, j.queue, j.attempt, j.total_attempts, j.max_attempts,
+            j.id, j.job_type, j.queue, j.attempt, j.total_attempts,
+            coalesce(j.step_max_attempts, j.max_attempts) AS max_attempts,
             j.backoff_base_seconds, j.backoff_max_seconds, j.backoff_jitter,
             j.step, j.worker_id, j.lease_token, j.started_at, j.lease_expires_at,
-            j.cancel_requested_at, j.cancel_reason
+            j.cancel_requested_at, j.cancel_reason,
+            -- the step's delay (continue_job), else this call's, else the backoff
+            coalesce(j.step_retry_delay, reap_expired_leases.retry_delay) AS retry_delay
         FROM pgrun.jobs AS j
         WHERE j.id IN (
             SELECT x.id
@@ -100,7 +105,7 @@ BEGIN
             -- a job its schedule forbids to re-enter has used up its budget for this decision
             e.attempt, CASE WHEN e.id = ANY (v_stale) THEN e.attempt ELSE e.max_attempts END, true,
             e.backoff_base_seconds, e.backoff_max_seconds,
-            e.backoff_jitter, reap_expired_leases.retry_delay, v_now, 'lease_expired'
+            e.backoff_jitter, e.retry_delay, v_now, 'lease_expired'
         ) AS d
     ),
 
@@ -182,8 +187,9 @@ $$;
 COMMENT ON FUNCTION pgrun.reap_expired_leases(integer, interval) IS
 'Recover up to max_jobs (1..10000) running jobs whose lease expired, longest expired first, in one '
 'statement; jobs being written right now are skipped (SKIP LOCKED) and left for the next call. Each '
-'attempt ends with outcome lease_expired. With attempts left the job is queued again after its backoff '
-'(or retry_delay when given; event lease_expired); with none left it is dead with a job_dead_letters '
+'attempt ends with outcome lease_expired. With attempts left the job is queued again after the retry '
+'delay continue_job gave its step, else retry_delay when given, else its backoff (event lease_expired); '
+'with none left (max_attempts: the step''s when continue_job set one) it is dead with a job_dead_letters '
 'row, reason lease_expired (event dead); a job with a pending cancel request ends cancelled. Returns one '
 'row per reaped job: outcome lease_expired (retried), dead or cancelled, and run_at for a retry. Call '
 'again while it returns max_jobs rows. retry_delay: 0 s..100 years. '

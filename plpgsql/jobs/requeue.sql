@@ -6,14 +6,29 @@
 -- were. Its open job_dead_letters rows get requeued_at stamped. One 'requeued' event.
 -- Any other status (queued, running, succeeded) is job.not_requeueable.
 --
+-- The job of a workflow step (jobs.workflow_run_id set) is never requeued, whatever its
+-- status: job.in_workflow_run, nothing written. A step's outcome is acted on when its job
+-- finishes: its dependents are released (on_terminal, or on_success with its output) or
+-- skipped, and the run may have finished and been reported. Rerunning the job alone would
+-- leave the step finished and the run in its state, disagreeing with the job; making it
+-- consistent would mean rewinding the dependents. A run is retried as a whole: enqueue a new
+-- one (docs/workflows.md, "Requeue and workflow steps"). Membership is checked before the
+-- status, so a step job gets the one answer that stays true once it finishes.
+--
+-- Order of checks: arguments (job_id, run_at), then scope (not_found), then workflow
+-- membership, then status.
+--
 -- Tenant scoping (util/_access.sql): only jobs of the organizations the caller acts for are
--- visible; another organization's job is job.not_found. The event names the login role.
+-- visible; another organization's job is job.not_found (even a step job: no hint that it is
+-- in a run). The event names the login role.
 --
--- Locks: the one job row (FOR UPDATE), then its dead letter rows.
+-- Locks: the one job row (FOR UPDATE), then its dead letter rows. A refused step job takes
+-- no workflow lock: its run and step are read, not written, only to name them in the DETAIL.
 --
--- Errors: job.not_found (RQ002), job.not_requeueable (RQ001), job.invalid_argument (RQ003,
--- NULL job_id), job.invalid_schedule (RQ003: run_at not finite, or more than 100 years
--- ahead: the time-argument rule of pgrun._check_time, as for enqueue_job).
+-- Errors: job.not_found (RQ002), job.in_workflow_run (RQ001: the job of a workflow step),
+-- job.not_requeueable (RQ001), job.invalid_argument (RQ003, NULL job_id),
+-- job.invalid_schedule (RQ003: run_at not finite, or more than 100 years ahead: the
+-- time-argument rule of pgrun._check_time, as for enqueue_job).
 
 CREATE OR REPLACE FUNCTION pgrun.requeue_job(
     job_id uuid,
@@ -43,7 +58,7 @@ BEGIN
     SELECT c.all_organizations, c.organization_ids, c.untenanted INTO v_scope
     FROM pgrun._caller_scope(requeue_job.organization_id) AS c;
 
-    SELECT j.id, j.status, j.total_attempts
+    SELECT j.id, j.status, j.total_attempts, j.workflow_run_id, j.workflow_step_key
     INTO v_job
     FROM pgrun.jobs AS j
     WHERE j.id = requeue_job.job_id
@@ -52,6 +67,20 @@ BEGIN
 
     IF NOT FOUND THEN
         PERFORM pgrun._raise_job_not_found(requeue_job.job_id, requeue_job.organization_id);
+    END IF;
+    IF v_job.workflow_run_id IS NOT NULL THEN
+        RAISE EXCEPTION 'job.in_workflow_run' USING
+            ERRCODE = 'RQ001',
+            DETAIL = format(
+                'job %s (%s) is the job of step %s of workflow run %s (%s); a workflow step''s job is not requeued',
+                v_job.id, v_job.status, pgrun._shown(v_job.workflow_step_key), v_job.workflow_run_id,
+                coalesce(
+                    (SELECT r.status FROM pgrun.workflow_runs AS r WHERE r.id = v_job.workflow_run_id), 'not found'
+                )
+            ),
+            HINT = 'A step''s outcome is acted on when its job finishes (its dependents released or skipped, the '
+                'run perhaps finished), so one step cannot be rerun alone. Enqueue a new workflow run instead, for '
+                'example with the steps that failed and those that depend on them: a run is retried as a whole.';
     END IF;
     IF v_job.status NOT IN ('dead', 'cancelled') THEN
         RAISE EXCEPTION 'job.not_requeueable' USING
@@ -95,5 +124,7 @@ COMMENT ON FUNCTION pgrun.requeue_job(uuid, uuid, timestamptz) IS
 '(total_attempts keeps counting); its dead letters get requeued_at stamped and one requeued event is '
 'written (actor: the login role). Only jobs of the organizations the caller acts for are visible '
 '(organization_id names one). run_at: a finite time at most 100 years ahead. Returns the run_at. '
-'Errors: job.not_found (RQ002; also another organization''s job), job.not_requeueable (RQ001: queued, '
-'running or succeeded), job.invalid_argument, job.invalid_schedule (RQ003).';
+'A workflow step''s job is never requeued (its outcome was already acted on; enqueue a new run). '
+'Errors: job.not_found (RQ002; also another organization''s job), job.in_workflow_run (RQ001: the job '
+'of a workflow step, whatever its status), job.not_requeueable (RQ001: queued, running or succeeded), '
+'job.invalid_argument, job.invalid_schedule (RQ003).';

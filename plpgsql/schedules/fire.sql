@@ -11,9 +11,10 @@
 --      is run_schedule_now, an admin function;
 --   2. one tick per (plan time, scope) is inserted ON CONFLICT DO NOTHING (primary key
 --      (schedule_id, scope, plan_time)), and only the ticks this call inserted make jobs:
---      one INSERT ... SELECT for the jobs (jobs.schedule_id set, run_at = the plan time) and
---      their 'enqueued' events, all in one statement. A plan time fired before, by this or
---      any other scheduler, returns the job its tick made with created = false;
+--      one call of the shared insert (pgrun._enqueue_insert_jobs, jobs/_enqueue.sql) for
+--      the jobs (jobs.schedule_id set, run_at = the plan time) and their 'enqueued' events.
+--      A plan time fired before, by this or any other scheduler, returns the job its tick
+--      made with created = false;
 --   3. planned_until moves to planned_until (default: the latest plan time), next_run_at is
 --      set, last_plan_at / last_fired_at follow, and the claim is released, unless
 --      keep_claim.
@@ -31,12 +32,10 @@
 --
 -- Jobs: an ordinary job of the schedule's job_type and payload (scoped: plus "scope": the
 -- scope), its queue / priority / max_attempts / timeout or else the job definition's, then
--- the built-in defaults (as enqueue_job resolves them). It retries and dies like any job.
--- A scope of kind organization is the job's organization_id; otherwise the schedule's.
--- The enqueue front door's core (pgrun._enqueue) has no way to stamp jobs.schedule_id or
--- to insert only for new ticks inside one statement, so the insert is written here,
--- set-based, with the same defaults; the validation is the front door's own
--- (upsert_schedule runs pgrun._enqueue_check) and the wake-up its pgrun._notify_queues.
+-- the built-in defaults: the shared insert resolves them, for enqueue_job and workflow
+-- steps alike. It retries and dies like any job. A scope of kind organization is the job's
+-- organization_id; otherwise the schedule's. The validation is the front door's own
+-- (upsert_schedule runs pgrun._enqueue_check); the insert's NOTIFY wakes the queues.
 --
 -- Locks, in order: the job_schedules row; the new schedule_ticks keys in (plan_time, scope)
 -- order; the inserted jobs.
@@ -207,7 +206,7 @@ COMMENT ON FUNCTION pgrun.fire_schedule(uuid, timestamptz[], timestamptz, uuid, 
 
 -- The ticks and jobs of plan times p_times of schedule p_s, one per (plan time, scope), ever:
 -- the tick insert ON CONFLICT DO NOTHING decides, and only the ticks this call inserted make
--- jobs (one INSERT ... SELECT, with their 'enqueued' events and one NOTIFY per queue). Returns
+-- jobs (one call of pgrun._enqueue_insert_jobs: their 'enqueued' events, one NOTIFY per queue). Returns
 -- every (plan_time, scope) with the job its tick names and whether this call created it. The
 -- caller holds the schedule row (FOR UPDATE) and updates its planning state.
 CREATE OR REPLACE FUNCTION pgrun._schedule_fire(
@@ -223,7 +222,15 @@ DECLARE
     v_now timestamptz := pgrun.now();
     v_scopes text[] := CASE WHEN p_s.scope_kind = 'none' THEN ARRAY['']::text[] ELSE p_s.scopes END;
     v_new_ids uuid[];
+    v_job_types text[];
+    v_payloads jsonb[];
     v_queues text[];
+    v_priorities integer[];
+    v_max_attempts integer[];
+    v_timeouts integer[];
+    v_run_ats timestamptz[];
+    v_orgs uuid[];
+    v_schedule_ids uuid[];
 BEGIN
     IF cardinality(p_times) * cardinality(v_scopes) > 10000 THEN
         RAISE EXCEPTION 'schedule.invalid_plan_times' USING
@@ -249,46 +256,31 @@ BEGIN
         ORDER BY w.plan_time, w.scope
         ON CONFLICT ON CONSTRAINT schedule_ticks_pkey DO NOTHING
         RETURNING t.scope, t.plan_time, t.job_id
-    ),
-    made AS (
-        INSERT INTO pgrun.jobs AS j (
-            id, job_type, queue, priority, status, payload, run_at, max_attempts, timeout_seconds,
-            backoff_base_seconds, backoff_max_seconds, backoff_jitter, organization_id, schedule_id,
-            created_at, updated_at
-        )
-        SELECT
-            k.job_id,
-            p_s.job_type,
-            coalesce(p_s.queue, d.queue, 'default'),
-            coalesce(p_s.priority, d.priority, 100),
-            'queued',
-            CASE WHEN p_s.scope_kind = 'none' THEN p_s.payload
-                ELSE p_s.payload || jsonb_build_object('scope', k.scope) END,
-            k.plan_time,
-            coalesce(p_s.max_attempts, d.max_attempts, 20),
-            coalesce(p_s.timeout_seconds, d.timeout_seconds),
-            coalesce(d.backoff_base_seconds, 2),
-            coalesce(d.backoff_max_seconds, 3600),
-            coalesce(d.backoff_jitter, 0.2),
-            CASE WHEN p_s.scope_kind = 'organization' THEN k.scope::uuid ELSE p_s.organization_id END,
-            p_s.id,
-            v_now,
-            v_now
-        FROM ticks AS k
-        LEFT JOIN pgrun.job_definitions AS d ON d.job_type = p_s.job_type
-        ORDER BY k.job_id
-        RETURNING j.id, j.queue
-    ),
-    events AS (
-        INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, detail, created_at)
-        SELECT m.id, 'enqueued', NULL, 'queued', 0, jsonb_build_object('schedule_id', p_s.id), v_now
-        FROM made AS m
     )
-    SELECT array_agg(m.id), array_agg(DISTINCT m.queue) INTO v_new_ids, v_queues
-    FROM made AS m;
+    SELECT
+        array_agg(k.job_id),
+        array_agg(p_s.job_type),
+        array_agg(CASE WHEN p_s.scope_kind = 'none' THEN p_s.payload
+            ELSE p_s.payload || jsonb_build_object('scope', k.scope) END),
+        array_agg(p_s.queue),
+        array_agg(p_s.priority),
+        array_agg(p_s.max_attempts),
+        array_agg(p_s.timeout_seconds),
+        array_agg(k.plan_time),
+        array_agg(CASE WHEN p_s.scope_kind = 'organization' THEN k.scope::uuid ELSE p_s.organization_id END),
+        array_agg(p_s.id)
+    INTO v_new_ids, v_job_types, v_payloads, v_queues, v_priorities, v_max_attempts, v_timeouts, v_run_ats,
+        v_orgs, v_schedule_ids
+    -- the jobs go in in id order
+    FROM (SELECT z.* FROM ticks AS z ORDER BY z.job_id) AS k;
 
-    IF v_queues IS NOT NULL THEN
-        PERFORM pgrun._notify_queues(v_queues);
+    -- Only the ticks this call inserted make jobs, through the one insert every new job goes
+    -- through; no idempotency key, so each of them is inserted.
+    IF v_new_ids IS NOT NULL THEN
+        PERFORM pgrun._enqueue_insert_jobs(
+            v_new_ids, v_job_types, v_payloads, v_queues, v_priorities, v_max_attempts, v_timeouts, v_run_ats,
+            v_orgs, NULL, NULL, NULL, NULL, v_schedule_ids
+        );
     END IF;
 
     RETURN QUERY

@@ -12,9 +12,13 @@
 -- * _shown(value): a text value as a DETAIL echoes it: quoted, at most 200 characters
 --   (longer ones are cut and say how long they were), 'NULL' for NULL. No DETAIL repeats a
 --   huge argument into the client or the server log.
--- * _valid_job_type(value), _valid_queue(value): the job type and queue name rules (the
---   CHECK constraints of jobs and job_definitions say the same), with the length tested
---   before the pattern, so a huge string is refused without running a regex over it.
+-- * _valid_job_type(value): the job type rule, defined once in sql/0015_one_job_type_check.sql
+--   (the CHECK constraints of job_definitions and job_schedules call it, so it is versioned
+--   with the tables, not re-created here); _raise_invalid_job_type(detail) raises
+--   job.invalid_type with the one HINT that spells the rule out.
+-- * _valid_queue(value): the queue name rule (job_definitions' CHECK constraint says the
+--   same). Both test the length before the pattern, so a huge string is refused without
+--   running a regex over it.
 -- * _result_cap(job_type): the largest result or state, in bytes of jsonb, a job of the type
 --   may store: its definition's max_result_bytes, else 1 MiB (sql/0010_limits.sql).
 -- * _json_depth_ok(value): THE nesting rule for a JSON value pgrun stores from a client (a
@@ -39,7 +43,8 @@
 -- The SQL helpers have no SET clause, so they are inlined into the query that calls them;
 -- every name in them is schema-qualified instead (as in pgrun._clip).
 --
--- Locks: none. Errors: _check_time raises the code it is given (RQ003).
+-- Locks: none. Errors: _check_time raises the code it is given (RQ003);
+-- _raise_invalid_job_type raises job.invalid_type (RQ003).
 
 CREATE OR REPLACE FUNCTION pgrun._time_ok(p_value timestamptz)
 RETURNS boolean
@@ -135,22 +140,25 @@ REVOKE EXECUTE ON FUNCTION pgrun._shown(text) FROM public;
 COMMENT ON FUNCTION pgrun._shown(text) IS
 'Private: a value as error DETAILs echo it: quoted, cut at 200 characters (saying how long it was), or NULL.';
 
-CREATE OR REPLACE FUNCTION pgrun._valid_job_type(p_value text)
-RETURNS boolean
-LANGUAGE sql
+-- The job type rule itself, pgrun._valid_job_type, is in sql/0015_one_job_type_check.sql.
+CREATE OR REPLACE FUNCTION pgrun._raise_invalid_job_type(p_detail text)
+RETURNS void
+LANGUAGE plpgsql
 IMMUTABLE
-PARALLEL SAFE
 AS $$
-    SELECT CASE
-        WHEN pg_catalog.length(p_value) OPERATOR(pg_catalog.>) 128 THEN FALSE
-        ELSE p_value OPERATOR(pg_catalog.~) '^[a-z][a-z0-9_]*([.:-][a-z0-9_]+)*$'
-    END
+BEGIN
+    RAISE EXCEPTION 'job.invalid_type' USING
+        ERRCODE = 'RQ003',
+        DETAIL = p_detail,
+        HINT = 'Use at most 128 characters: lowercase letters, digits and _, in segments '
+            'joined by ".", ":" or "-", starting with a letter (e.g. email.send).';
+END;
 $$;
 
-REVOKE EXECUTE ON FUNCTION pgrun._valid_job_type(text) FROM public;
+REVOKE EXECUTE ON FUNCTION pgrun._raise_invalid_job_type(text) FROM public;
 
-COMMENT ON FUNCTION pgrun._valid_job_type(text) IS
-'Private: whether a job type is valid (at most 128 characters, tested first, then the pattern); NULL for NULL.';
+COMMENT ON FUNCTION pgrun._raise_invalid_job_type(text) IS
+'Private: raise job.invalid_type (RQ003) with the given DETAIL and the HINT that states the job type rule.';
 
 CREATE OR REPLACE FUNCTION pgrun._valid_queue(p_value text)
 RETURNS boolean

@@ -2,12 +2,16 @@
 --
 -- * _workflow_release_steps(run_ids, step_keys): the given steps whose edges have all
 --   resolved (status blocked, dependency_count_pending 0) are released. An external step
---   becomes waiting_for_external. Job steps become jobs in ONE set-based statement: the
---   jobs rows (ids from pgrun._uuidv7_series, workflow_run_id and workflow_step_key set,
---   organization_id from the run, the template's NULL fields from the job type's
---   definition, else the built-in defaults queue 'default', priority 100, max_attempts
---   20, backoff 2 s / 3600 s / 0.2), one 'enqueued' job_events row each, and the steps
---   become released with their job_id; then pgrun._notify_queues wakes each queue once.
+--   becomes waiting_for_external. Job steps become jobs through the one insert every new
+--   job goes through (pgrun._enqueue_insert_jobs, jobs/_enqueue.sql), all of them in one
+--   call: ids from pgrun._uuidv7_series, workflow_run_id and workflow_step_key set,
+--   organization_id the step's own, else the run's; run_at the release time, plus the
+--   step's delay, or the step's run_at when that is later; the template's NULL fields
+--   resolve there as for any job (the job type's definition, else the built-in defaults);
+--   one 'enqueued' job_events row each, naming run and step; the queues woken as enqueue
+--   wakes them. Then the steps become released with their job_id. The step's organization,
+--   delay and run_at are columns of the step row the payload statement reads anyway: no
+--   lookup per step.
 --   The job's payload is the step's payload plus one key, "dependencies": an object
 --   with one member per prerequisite, keyed by its step key, {"status": <its status>,
 --   "output": <its output or null>} (docs/workflows.md). A root step gets {}. A payload
@@ -55,7 +59,15 @@ DECLARE
     v_now timestamptz := pgrun.now();
     v_job_runs uuid[];
     v_job_keys text[];
+    v_ids uuid[];
+    v_job_types text[];
+    v_payloads jsonb[];
     v_queues text[];
+    v_priorities integer[];
+    v_max_attempts integer[];
+    v_timeouts integer[];
+    v_run_ats timestamptz[];
+    v_orgs uuid[];
     v_failed_runs uuid[];
     v_failed_keys text[];
 BEGIN
@@ -90,6 +102,8 @@ BEGIN
         RETURN '{}'::uuid[];
     END IF;
 
+    -- Build each job step's payload; a payload over a limit fails its step instead, and the
+    -- others are collected (in run id, step key order) for the shared insert.
     WITH src AS (
         SELECT
             k.id,
@@ -109,7 +123,12 @@ BEGIN
             s.priority,
             s.max_attempts,
             s.timeout_seconds,
-            r.organization_id
+            coalesce(s.organization_id, r.organization_id) AS organization_id,
+            CASE
+                WHEN s.delay IS NOT NULL THEN v_now + s.delay
+                WHEN s.run_at IS NOT NULL THEN greatest(v_now, s.run_at)
+                ELSE v_now
+            END AS run_at
         FROM ROWS FROM (
             unnest(v_job_runs), unnest(v_job_keys), pgrun._uuidv7_series(cardinality(v_job_runs))
         ) AS k (run_id, step_key, id)
@@ -117,7 +136,7 @@ BEGIN
         JOIN pgrun.workflow_runs AS r ON r.id = k.run_id
     ),
 
-    sized AS (
+    sized AS MATERIALIZED (
         SELECT
             q.*,
             CASE
@@ -139,66 +158,35 @@ BEGIN
         FROM sized AS q
         WHERE q.refusal IS NOT NULL AND s.run_id = q.run_id AND s.step_key = q.step_key
         RETURNING s.run_id, s.step_key
-    ),
-
-    ins AS (
-        INSERT INTO pgrun.jobs AS j (
-            id, job_type, queue, priority, status, payload, run_at, max_attempts, timeout_seconds,
-            backoff_base_seconds, backoff_max_seconds, backoff_jitter,
-            organization_id, workflow_run_id, workflow_step_key, created_at, updated_at
-        )
-        SELECT
-            q.id,
-            q.job_type,
-            coalesce(q.queue, d.queue, 'default'),
-            coalesce(q.priority, d.priority, 100),
-            'queued',
-            q.payload,
-            v_now,
-            coalesce(q.max_attempts, d.max_attempts, 20),
-            coalesce(q.timeout_seconds, d.timeout_seconds),
-            coalesce(d.backoff_base_seconds, 2),
-            coalesce(d.backoff_max_seconds, 3600),
-            coalesce(d.backoff_jitter, 0.2),
-            q.organization_id,
-            q.run_id,
-            q.step_key,
-            v_now,
-            v_now
-        FROM sized AS q
-        LEFT JOIN pgrun.job_definitions AS d ON d.job_type = q.job_type
-        WHERE q.refusal IS NULL
-        ORDER BY q.id
-        RETURNING j.id, j.queue, j.workflow_run_id, j.workflow_step_key
-    ),
-
-    events AS (
-        INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, detail, created_at)
-        SELECT
-            i.id, 'enqueued', NULL, 'queued', 0,
-            jsonb_build_object('workflow_run_id', i.workflow_run_id, 'workflow_step_key', i.workflow_step_key),
-            v_now
-        FROM ins AS i
-    ),
-
-    released AS (
-        UPDATE pgrun.workflow_steps AS s
-        SET status = 'released',
-            job_id = i.id,
-            released_at = v_now,
-            updated_at = v_now
-        FROM ins AS i
-        WHERE s.run_id = i.workflow_run_id AND s.step_key = i.workflow_step_key
     )
 
     SELECT
-        (SELECT array_agg(DISTINCT i.queue) FROM ins AS i),
         (SELECT array_agg(t.run_id ORDER BY t.run_id, t.step_key) FROM refused AS t),
-        (SELECT array_agg(t.step_key ORDER BY t.run_id, t.step_key) FROM refused AS t)
-    INTO v_queues, v_failed_runs, v_failed_keys;
+        (SELECT array_agg(t.step_key ORDER BY t.run_id, t.step_key) FROM refused AS t),
+        array_agg(q.id), array_agg(q.run_id), array_agg(q.step_key), array_agg(q.job_type),
+        array_agg(q.payload), array_agg(q.queue), array_agg(q.priority), array_agg(q.max_attempts),
+        array_agg(q.timeout_seconds), array_agg(q.run_at), array_agg(q.organization_id)
+    INTO v_failed_runs, v_failed_keys, v_ids, v_job_runs, v_job_keys, v_job_types, v_payloads, v_queues,
+        v_priorities, v_max_attempts, v_timeouts, v_run_ats, v_orgs
+    FROM (
+        -- the ids ascend in this order (pgrun._uuidv7_series over the sorted candidates)
+        SELECT z.* FROM sized AS z WHERE z.refusal IS NULL ORDER BY z.id
+    ) AS q;
 
-    IF v_queues IS NOT NULL THEN
-        PERFORM pgrun._notify_queues(v_queues);
+    IF v_ids IS NOT NULL THEN
+        -- jobs without an idempotency key: every row is inserted
+        PERFORM pgrun._enqueue_insert_jobs(
+            v_ids, v_job_types, v_payloads, v_queues, v_priorities, v_max_attempts, v_timeouts, v_run_ats,
+            v_orgs, NULL, NULL, v_job_runs, v_job_keys, NULL
+        );
+
+        UPDATE pgrun.workflow_steps AS s
+        SET status = 'released',
+            job_id = u.id,
+            released_at = v_now,
+            updated_at = v_now
+        FROM unnest(v_ids, v_job_runs, v_job_keys) AS u (id, run_id, step_key)
+        WHERE s.run_id = u.run_id AND s.step_key = u.step_key;
     END IF;
 
     -- Steps that failed here are terminal: resolve their edges (dependents released or

@@ -11,9 +11,20 @@
 -- (dependencies outside the array are then not checked). Cycles: see _acyclic.sql.
 --
 -- Order of checks, the first failure raises: the array, the step count, each step in
--- array order (shape, key, kind, job template, payload), duplicate keys, the dependency
--- count, each dependency in order (shape, release mode, self-edge, unknown step),
--- duplicate dependencies, cycles.
+-- array order (shape, key, kind, job template, payload), each job step's placement in
+-- array order (organization_id, delay, run_at: pgrun._workflow_step_placement_problem),
+-- duplicate keys, the dependency count, each dependency in order (shape, release mode,
+-- self-edge, unknown step), duplicate dependencies, cycles.
+--
+-- Placement (job steps only; an external step carrying one is
+-- workflow.external_step_with_job_template): organization_id a uuid other than the nil
+-- one (whether the caller may use it is _workflow_check_step_organizations' question, asked
+-- by the callers, who know the caller); delay a number of seconds and run_at a timestamp
+-- string, under the time-argument rule (pgrun._time_ok: 0 s..100 years; finite, no later
+-- than now + 100 years), at most one of the two. In normal form the three keys appear only
+-- when given (organization_id as a lower-case uuid, run_at in UTC as
+-- YYYY-MM-DDTHH:MI:SS.USZ, delay as the number given), so a snapshot stored before they
+-- existed still equals the normal form of the same request.
 --
 -- Limits (constants below): 10,000 steps per run, 100,000 dependencies per call, keys of
 -- at most 128 characters, a step payload of at most 1 MiB (as for jobs) nested at most 100
@@ -39,11 +50,13 @@ DECLARE
     c_max_payload_bytes CONSTANT integer := 1048576;
     c_step_fields CONSTANT text[] := ARRAY[
         'key', 'kind', 'job_type', 'payload', 'queue', 'priority', 'max_attempts', 'timeout_seconds',
-        'depends_on'
+        'organization_id', 'delay', 'run_at', 'depends_on'
     ];
     c_template_fields CONSTANT text[] := ARRAY[
-        'job_type', 'payload', 'queue', 'priority', 'max_attempts', 'timeout_seconds'
+        'job_type', 'payload', 'queue', 'priority', 'max_attempts', 'timeout_seconds',
+        'organization_id', 'delay', 'run_at'
     ];
+    c_placement_fields CONSTANT text[] := ARRAY['organization_id', 'delay', 'run_at'];
     -- NULL existing keys: check the steps on their own (append's idempotency snapshot);
     -- dependencies on keys outside the steps are then not checked
     v_check_run boolean := p_existing_keys IS NOT NULL;
@@ -153,6 +166,25 @@ BEGIN
     WHERE c.code IS NOT NULL
     ORDER BY c.ord
     LIMIT 1;
+
+    -- Placement of each job step (only steps that name one of its keys pay for the check).
+    IF v_code IS NULL THEN
+        SELECT e.ord::integer, e.step, p.problem INTO v_ord, v_step, v_detail
+        FROM jsonb_array_elements(p_steps) WITH ORDINALITY AS e (step, ord)
+        CROSS JOIN LATERAL (SELECT pgrun._workflow_step_placement_problem(e.step) AS problem) AS p
+        WHERE e.step ?| c_placement_fields AND p.problem IS NOT NULL
+        ORDER BY e.ord
+        LIMIT 1;
+        IF v_detail IS NOT NULL THEN
+            RAISE EXCEPTION 'workflow.invalid_step' USING
+                ERRCODE = 'RQ003',
+                DETAIL = format(
+                    'step %s (%s): %s', v_ord, pgrun._clip(v_step ->> 'key', 200), v_detail
+                ),
+                HINT = 'A job step may name organization_id (a uuid), and delay (seconds, 0 to 100 years) '
+                    'or run_at (a timestamp no later than 100 years from now), not both.';
+        END IF;
+    END IF;
 
     -- depends_on must be an array (or absent / null) before it can be read
     IF v_code IS NULL THEN
@@ -346,7 +378,13 @@ BEGIN
                 'max_attempts', (s.step ->> 'max_attempts')::numeric::integer,
                 'timeout_seconds', (s.step ->> 'timeout_seconds')::numeric::integer,
                 'depends_on', coalesce(p.depends_on, '[]'::jsonb)
-            )
+            ) || CASE WHEN s.step ?| c_placement_fields THEN jsonb_strip_nulls(jsonb_build_object(
+                'organization_id', ((s.step ->> 'organization_id')::uuid)::text,
+                'delay', nullif(s.step -> 'delay', 'null'::jsonb),
+                'run_at', to_char(
+                    (s.step ->> 'run_at')::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'
+                )
+            )) ELSE '{}'::jsonb END
             ORDER BY s.key
         )
     INTO v_detail, v_norm
@@ -370,3 +408,119 @@ REVOKE EXECUTE ON FUNCTION pgrun._workflow_check_steps(jsonb, text[]) FROM publi
 
 COMMENT ON FUNCTION pgrun._workflow_check_steps(jsonb, text[]) IS
 'Private: validate workflow steps (raising the first error) and return them in normal form, sorted by key.';
+
+-- The placement keys of one step (organization_id, delay, run_at) against their rules, in
+-- that order: NULL when they keep them, else what is wrong, for workflow.invalid_step's
+-- DETAIL. A string run_at is parsed here (pgrun._workflow_parse_time), so a value
+-- PostgreSQL cannot read is this error, never a raw 22007.
+CREATE OR REPLACE FUNCTION pgrun._workflow_step_placement_problem(p_step jsonb)
+RETURNS text
+LANGUAGE plpgsql
+STABLE
+AS $$
+DECLARE
+    v_delay numeric;
+    v_run_at timestamptz;
+BEGIN
+    IF coalesce(jsonb_typeof(p_step -> 'organization_id'), 'null') NOT IN ('null', 'string')
+        -- length before the patterns: a uuid string has at most 36 characters
+        OR length(p_step ->> 'organization_id') > 36
+        OR p_step ->> 'organization_id' !~* '^[0-9a-f]{8}-?([0-9a-f]{4}-?){3}[0-9a-f]{12}$'
+        OR p_step ->> 'organization_id' ~ '^[0-]*$' THEN
+        RETURN format('organization_id %s is not a usable uuid', left((p_step -> 'organization_id')::text, 100));
+    END IF;
+    IF coalesce(jsonb_typeof(p_step -> 'delay'), 'null') NOT IN ('null', 'number') THEN
+        RETURN format('delay %s is not a number of seconds', left((p_step -> 'delay')::text, 100));
+    END IF;
+    v_delay := (p_step ->> 'delay')::numeric;
+    -- the magnitude guard only keeps make_interval from overflowing; the rule is _time_ok's
+    IF v_delay IS NOT NULL AND NOT (
+        abs(v_delay) < 1e12 AND pgrun._time_ok(make_interval(secs => v_delay::double precision))
+    ) THEN
+        RETURN format('delay %s is outside 0 seconds..100 years', left(v_delay::text, 100));
+    END IF;
+    IF coalesce(jsonb_typeof(p_step -> 'run_at'), 'null') NOT IN ('null', 'string') THEN
+        RETURN format('run_at %s is not a timestamp string', left((p_step -> 'run_at')::text, 100));
+    END IF;
+    IF p_step ->> 'run_at' IS NOT NULL THEN
+        v_run_at := pgrun._workflow_parse_time(p_step ->> 'run_at');
+        IF NOT coalesce(pgrun._time_ok(v_run_at), false) THEN
+            RETURN format(
+                'run_at %s is not a finite time between 0001-01-02 and 100 years from now',
+                left((p_step -> 'run_at')::text, 100)
+            );
+        END IF;
+    END IF;
+    IF v_delay IS NOT NULL AND v_run_at IS NOT NULL THEN
+        RETURN 'delay and run_at are both given; a step takes one of them';
+    END IF;
+    RETURN NULL;
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._workflow_step_placement_problem(jsonb) FROM public;
+
+COMMENT ON FUNCTION pgrun._workflow_step_placement_problem(jsonb) IS
+'Private: what is wrong with a workflow step''s organization_id, delay or run_at, or NULL.';
+
+-- A timestamp string as timestamptz, or NULL when PostgreSQL cannot read it (or it is longer
+-- than 100 characters, which no timestamp needs). Only steps that give run_at call it.
+CREATE OR REPLACE FUNCTION pgrun._workflow_parse_time(p_value text)
+RETURNS timestamptz
+LANGUAGE plpgsql
+STABLE
+AS $$
+BEGIN
+    IF length(p_value) > 100 THEN
+        RETURN NULL;
+    END IF;
+    RETURN p_value::timestamptz;
+EXCEPTION WHEN data_exception THEN
+    RETURN NULL;
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._workflow_parse_time(text) FROM public;
+
+COMMENT ON FUNCTION pgrun._workflow_parse_time(text) IS
+'Private: a timestamp string as timestamptz, NULL when it cannot be read.';
+
+-- Whether the caller may place the given steps (normal form) in the organizations they name:
+-- each must be one the caller could enqueue a job in directly (pgrun._caller_write_organizations:
+-- admins and any-organization roles any; a role bound to organizations those; a role without
+-- tenancy none), whatever the run's organization is. The first step (by key) naming another
+-- raises access.organization_denied (42501), as the run's own organization does. Steps that
+-- name none cost one scan of the array and no role lookup.
+CREATE OR REPLACE FUNCTION pgrun._workflow_check_step_organizations(p_steps jsonb)
+RETURNS void
+LANGUAGE plpgsql
+STABLE
+AS $$
+DECLARE
+    v_allowed uuid[];
+    v_key text;
+    v_org uuid;
+BEGIN
+    IF NOT EXISTS (SELECT FROM jsonb_array_elements(p_steps) AS s (step) WHERE s.step ? 'organization_id') THEN
+        RETURN;
+    END IF;
+    SELECT w.allowed_organizations INTO v_allowed FROM pgrun._caller_write_organizations() AS w;
+    IF v_allowed IS NULL THEN
+        RETURN;
+    END IF;
+    SELECT s.step ->> 'key', (s.step ->> 'organization_id')::uuid INTO v_key, v_org
+    FROM jsonb_array_elements(p_steps) AS s (step)
+    WHERE s.step ? 'organization_id'
+      AND NOT ((s.step ->> 'organization_id')::uuid = ANY (v_allowed))
+    ORDER BY s.step ->> 'key'
+    LIMIT 1;
+    IF v_key IS NOT NULL THEN
+        PERFORM pgrun._raise_organization_denied(v_org, format('step %s: ', pgrun._clip(v_key, 200)));
+    END IF;
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._workflow_check_step_organizations(jsonb) FROM public;
+
+COMMENT ON FUNCTION pgrun._workflow_check_step_organizations(jsonb) IS
+'Private: raise access.organization_denied when a step names an organization the caller may not enqueue in.';

@@ -18,7 +18,10 @@
 -- appends every time.
 --
 -- Tenant scoping (util/_access.sql): only runs of the organizations the caller acts for are
--- visible; another organization's run is workflow.run_not_found. Each call that changed
+-- visible; another organization's run is workflow.run_not_found. A new job step may name its
+-- own organization_id, delay or run_at as in enqueue_workflow (the same validation, part of
+-- the canonical request); the organization must be one the caller could enqueue a job in
+-- (access.organization_denied, 42501, checked once the run is found). Each call that changed
 -- the run leaves an audit_log row naming the login role.
 --
 -- Locks, in order: the run's SHARED lock (its row FOR KEY SHARE) without waiting
@@ -27,7 +30,8 @@
 --
 -- Errors: the validation codes of enqueue_workflow's steps (RQ003), plus
 -- workflow.invalid_argument (RQ003); workflow.run_not_found (RQ002);
--- workflow.append_conflicting_retry, workflow.run_finished, workflow.release_conflict (RQ001).
+-- workflow.append_conflicting_retry, workflow.run_finished, workflow.release_conflict (RQ001);
+-- access.organization_denied (42501).
 
 CREATE OR REPLACE FUNCTION pgrun.append_workflow_steps(
     run_id uuid,
@@ -76,6 +80,8 @@ BEGIN
 
     SELECT f.organization_id INTO v_org
     FROM pgrun._workflow_find_run(append_workflow_steps.run_id, append_workflow_steps.organization_id) AS f;
+    -- a step's own organization: one the caller could enqueue a job in (access.organization_denied)
+    PERFORM pgrun._workflow_check_step_organizations(v_steps);
     PERFORM pgrun._workflow_lock_runs(ARRAY[append_workflow_steps.run_id], 'try_shared');
     SELECT r.status INTO v_status
     FROM pgrun.workflow_runs AS r
@@ -213,7 +219,8 @@ COMMENT ON FUNCTION pgrun.append_workflow_steps(uuid, text, jsonb, uuid) IS
 'caller acts for are visible; an audit_log row records who appended. Returns mutation_id, created, step_keys (sorted), run_status. '
 'Errors: the step validation codes of enqueue_workflow (RQ003), workflow.invalid_argument (RQ003), '
 'workflow.run_not_found (RQ002), workflow.run_finished (RQ001: the run is not running), '
-'workflow.release_conflict (RQ001: a cancel of the run is in progress; retry).';
+'workflow.release_conflict (RQ001: a cancel of the run is in progress; retry), access.organization_denied '
+'(42501: a step names an organization the caller may not enqueue in).';
 
 -- The run's status and organization, if it exists and the caller's scope
 -- (pgrun._caller_scope of the organization_id it passed) contains it; else

@@ -12,16 +12,23 @@
 --
 -- Tenancy: the run is stamped with the organization the caller acts for (the one named, or the
 -- only one its role is bound to; another is access.organization_denied, 42501), and so are
--- the jobs its steps make.
+-- the jobs its steps make, except a job step that names its own organization_id: its job is
+-- stamped with that one, which must be an organization the caller could enqueue a job in
+-- directly (pgrun._workflow_check_step_organizations; otherwise access.organization_denied,
+-- whatever the run's organization). So a run without an organization may have such steps
+-- only for a caller that may write in those organizations (admins, any-organization roles).
 --
--- Idempotency: with an idempotency_key the run is unique per (organization_id, key).
+-- Idempotency: with an idempotency_key the run is unique per (name, organization_id, key)
+-- (sql/0012): two kinds of workflow may both use a natural key, and a run without a name is a
+-- kind of its own (NULL takes part as '', the organization as the nil uuid, in the unique
+-- index workflow_runs_idempotency_name_idx and in the lookup after a conflict alike).
 -- The canonical request snapshot stored in workflow_runs.enqueue_request is
 -- {"name", "metadata", "steps"} with the steps in normal form: sorted by key, defaults
 -- filled in, dependencies sorted. A retry whose snapshot equals the stored one returns
 -- the existing run (created = false) whatever it became since; any difference (a
--- payload, a priority, an edge, a release mode, the name or the metadata) raises
--- workflow.enqueue_conflicting_retry. The order of steps and of dependencies never
--- matters. As for jobs, the comparison needs a snapshot newer than the conflicting
+-- payload, a priority, an edge, a release mode or the metadata; a different name is
+-- another run) raises workflow.enqueue_conflicting_retry. The order of steps and of
+-- dependencies never matters. As for jobs, the comparison needs a snapshot newer than the conflicting
 -- insert, which only READ COMMITTED gives: keyed enqueue refuses other isolation levels.
 --
 -- Limits: a spec of at most 16 MiB, metadata of at most 64 KiB nested at most 100 levels
@@ -137,6 +144,8 @@ BEGIN
     END IF;
 
     v_steps := pgrun._workflow_check_steps(enqueue_workflow.spec -> 'steps', '{}');
+    -- a step's own organization: one the caller could enqueue a job in (access.organization_denied)
+    PERFORM pgrun._workflow_check_step_organizations(v_steps);
     v_request := jsonb_build_object('name', v_name, 'metadata', v_metadata, 'steps', v_steps);
 
     -- READ UNCOMMITTED is READ COMMITTED in PostgreSQL: both see the concurrent insert.
@@ -159,7 +168,9 @@ BEGIN
         v_name, 'running', v_org, v_key, CASE WHEN v_key IS NOT NULL THEN v_request END, v_metadata,
         jsonb_array_length(v_steps), v_now, v_now
     )
-    ON CONFLICT (coalesce(organization_id, '00000000-0000-0000-0000-000000000000'::uuid), idempotency_key)
+    ON CONFLICT (
+        coalesce(name, ''), coalesce(organization_id, '00000000-0000-0000-0000-000000000000'::uuid), idempotency_key
+    )
     WHERE idempotency_key IS NOT NULL
     DO NOTHING
     RETURNING r.id INTO v_run_id;
@@ -168,7 +179,8 @@ BEGIN
         SELECT r.id, r.status, r.enqueue_request
         INTO v_existing_id, v_existing_status, v_existing_request
         FROM pgrun.workflow_runs AS r
-        WHERE coalesce(r.organization_id, c_no_org) = coalesce(v_org, c_no_org)
+        WHERE coalesce(r.name, '') = coalesce(v_name, '')
+          AND coalesce(r.organization_id, c_no_org) = coalesce(v_org, c_no_org)
           AND r.idempotency_key = v_key;
         IF v_existing_id IS NULL THEN
             RAISE EXCEPTION 'workflow.enqueue_idempotency_race' USING
@@ -218,7 +230,7 @@ COMMENT ON FUNCTION pgrun.enqueue_workflow(jsonb) IS
 'on_terminal, at most 10,000 steps, 1 MiB per payload, 16 MiB per spec, payloads and metadata nested at '
 'most 100 levels) and stored with their edges; root '
 'steps are released at once (job steps become queued jobs, external steps wait for complete_external_step). '
-'With idempotency_key the run is unique per (organization_id, key): the same request (steps and '
+'With idempotency_key the run is unique per (name, organization_id, key): the same request (steps and '
 'dependencies in any order) returns the existing run with created = false, a different one raises '
 'workflow.enqueue_conflicting_retry (RQ001); keyed calls need READ COMMITTED '
 '(workflow.enqueue_idempotency_unsupported_isolation, RQ006). Returns run_id, created, status. '
@@ -228,7 +240,10 @@ COMMENT ON FUNCTION pgrun.enqueue_workflow(jsonb) IS
 'workflow.too_many_dependencies, workflow.invalid_dependency, workflow.invalid_release_mode, '
 'workflow.self_dependency, workflow.unknown_dependency, workflow.duplicate_dependency, '
 'workflow.cycle_detected. The run belongs to the organization the caller acts for (spec organization_id, '
-'or the only one its role is bound to): access.organization_denied (42501: an organization the caller may not act for), access.organization_required (RQ003: the caller acts for several and named none).';
+'or the only one its role is bound to); a job step may name its own organization_id (its job''s), which must '
+'be one the caller could enqueue a job in: access.organization_denied (42501: an organization the caller may not act for), access.organization_required (RQ003: the caller acts for several and named none). '
+'A job step may also name delay (seconds) or run_at: its job is queued with run_at = release time + delay, or '
+'greatest(release time, run_at).';
 
 -- Store normalized steps (the output of _workflow_check_steps) and their edges for a run,
 -- every step blocked with dependency_count_pending = its number of dependencies.
@@ -242,7 +257,8 @@ DECLARE
 BEGIN
     INSERT INTO pgrun.workflow_steps (
         run_id, step_key, kind, status, job_type, payload, queue, priority, max_attempts, timeout_seconds,
-        dependency_count_total, dependency_count_pending, mutation_id, created_at, updated_at
+        organization_id, delay, run_at, dependency_count_total, dependency_count_pending, mutation_id,
+        created_at, updated_at
     )
     SELECT
         p_run_id,
@@ -255,6 +271,9 @@ BEGIN
         (s.step ->> 'priority')::integer,
         (s.step ->> 'max_attempts')::integer,
         (s.step ->> 'timeout_seconds')::integer,
+        (s.step ->> 'organization_id')::uuid,
+        make_interval(secs => (s.step ->> 'delay')::double precision),
+        (s.step ->> 'run_at')::timestamptz,
         jsonb_array_length(s.step -> 'depends_on'),
         jsonb_array_length(s.step -> 'depends_on'),
         p_mutation_id,

@@ -3,15 +3,22 @@
 --
 -- get_workflow_run(run_id, organization_id) returns one jsonb object: every column of
 -- workflow_runs except the enqueue_request snapshot, plus
---   "steps": one object per step, by key: key, kind, status, the job template, the
---            dependency counters, job_id and job_status (the live status of its job:
---            queued, running, ... or NULL), output, timestamps, mutation_id;
+--   "steps": one object per step, by key: key, kind, status, the job template, its
+--            organization_id (NULL: the run's), delay (seconds) and run_at (NULL when not
+--            given), the dependency counters, job_id and job_status (the live status of its
+--            job: queued, running, ... or NULL, also for a job of an organization outside
+--            the caller's scope), output, timestamps, mutation_id;
 --   "dependencies": one object per edge, by (step, depends_on): step, depends_on,
 --            release_mode, resolved, resolved_at;
---   "mutations": the appends, oldest first: id, mutation_key, step_keys, created_at.
+--   "mutations": the appends, oldest first: mutation_id, mutation_key, step_keys, created_at.
 -- list_workflow_runs(...) pages through runs in ascending id (= creation) order, oldest
 -- first: pass the last id of a page as after_id for the next. Filters combine with AND;
 -- NULL means no filter.
+--
+-- Names: a run's id is run_id and an append's mutation_id, as every function that takes or
+-- returns one calls it. list_workflow_runs rows (last column), get_workflow_run's object and
+-- each of its mutations also keep "id", the same value, for the clients written before;
+-- new code reads run_id / mutation_id.
 --
 -- Tenancy (util/_access.sql): both see only the runs of the organizations the caller acts
 -- for (organization_id narrows that to one); another organization's run is
@@ -37,6 +44,7 @@ BEGIN
     SELECT
         (to_jsonb(r) - 'enqueue_request')
         || jsonb_build_object(
+            'run_id', r.id,
             'steps',
             coalesce(
                 (SELECT jsonb_agg(
@@ -50,6 +58,9 @@ BEGIN
                         'priority', s.priority,
                         'max_attempts', s.max_attempts,
                         'timeout_seconds', s.timeout_seconds,
+                        'organization_id', s.organization_id,
+                        'delay', extract(EPOCH FROM s.delay),
+                        'run_at', s.run_at,
                         'dependency_count_total', s.dependency_count_total,
                         'dependency_count_pending', s.dependency_count_pending,
                         'job_id', s.job_id,
@@ -65,7 +76,12 @@ BEGIN
                     ORDER BY s.step_key
                 )
                 FROM pgrun.workflow_steps AS s
+                -- a step's job may be another organization's (the step named it): its status
+                -- only when the caller may see that job
                 LEFT JOIN pgrun.jobs AS j ON j.id = s.job_id
+                    AND pgrun._in_scope(
+                        j.organization_id, v_scope.all_organizations, v_scope.organization_ids, v_scope.untenanted
+                    )
                 WHERE s.run_id = r.id),
                 '[]'::jsonb
             ),
@@ -89,6 +105,7 @@ BEGIN
             coalesce(
                 (SELECT jsonb_agg(
                     jsonb_build_object(
+                        'mutation_id', m.id,
                         'id', m.id,
                         'mutation_key', m.mutation_key,
                         'step_keys', to_jsonb(m.step_keys),
@@ -121,10 +138,12 @@ END;
 $$;
 
 COMMENT ON FUNCTION pgrun.get_workflow_run(uuid, uuid) IS
-'One workflow run as jsonb: its columns (without the idempotency snapshot), "steps" (an array of objects '
-'ordered by key, each with key, kind, status, job template, dependency counters, job_id and the job''s '
-'live job_status, output, timestamps), '
-'"dependencies" (edges: step, depends_on, release_mode, resolved) and "mutations" (appends, oldest first). '
+'One workflow run as jsonb: its columns (without the idempotency snapshot) with run_id (the run''s id; "id" '
+'holds the same value, kept for older clients), "steps" (an array of objects '
+'ordered by key, each with key, kind, status, job template, organization_id, delay, run_at, dependency '
+'counters, job_id and the job''s live job_status (NULL for a job the caller may not see), output, timestamps), '
+'"dependencies" (edges: step, depends_on, release_mode, resolved) and "mutations" (appends, oldest first, '
+'each with mutation_id and its alias id). '
 'Only runs of the organizations the caller acts for are visible (organization_id names one). '
 'Errors: workflow.run_not_found (RQ002), also for a run the caller may not see.';
 
@@ -193,7 +212,8 @@ RETURNS TABLE (
     cancel_reason text,
     created_at timestamptz,
     updated_at timestamptz,
-    finished_at timestamptz
+    finished_at timestamptz,
+    run_id uuid
 )
 LANGUAGE sql
 STABLE
@@ -202,7 +222,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT
         r.id, r.name, r.status, r.organization_id, r.idempotency_key, r.metadata, r.open_step_count,
-        r.cancel_reason, r.created_at, r.updated_at, r.finished_at
+        r.cancel_reason, r.created_at, r.updated_at, r.finished_at, r.id
     FROM pgrun._list_workflow_runs(
         list_workflow_runs.status, list_workflow_runs.organization_id, list_workflow_runs.after_id,
         list_workflow_runs.max_rows
@@ -214,5 +234,6 @@ COMMENT ON FUNCTION pgrun.list_workflow_runs(text, uuid, uuid, integer) IS
 'A page of workflow runs in ascending id (= creation) order, oldest first: pass the last id you got as '
 'after_id for the next page. Filters (NULL = any): status (running, succeeded, failed, cancelled), '
 'organization_id (one of the caller''s organizations; only those are listed). max_rows 1..1000, default 50. Returns the run columns; get_workflow_run '
-'has the steps; open_step_count is how many steps are not finished yet. Errors: workflow.invalid_status, '
+'has the steps; open_step_count is how many steps are not finished yet; the run''s id is run_id (the last '
+'column) and also id (the first), kept for older clients. Errors: workflow.invalid_status, '
 'workflow.invalid_max_rows (RQ003).';

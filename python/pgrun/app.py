@@ -17,6 +17,7 @@ whose methods block). What it does next is up to the SQL functions the worker ca
 * return a value → ``complete_jobs`` (the result must be JSON-serialisable);
 * return ``Continue(step, state, delay)`` → ``continue_job``: the same job runs again at
   ``step`` with ``state``, with a fresh attempt budget (resumable multi-step jobs);
+  ``max_attempts`` and ``retry_delay`` give that step its own budget and retry delay;
 * raise ``Retry(delay)`` → ``fail_jobs`` retryable, after ``delay`` (None = the type's backoff);
 * raise ``Fail(message, retryable=False)`` → ``fail_jobs``; dead at once unless retryable;
 * raise anything else → ``fail_jobs`` with error code ``crashed``; the message is the
@@ -74,11 +75,19 @@ class Fail(Exception):
 
 @dataclass(frozen=True)
 class Continue:
-    """Return to end this step and run the same job again at ``step`` with ``state``."""
+    """Return to end this step and run the same job again at ``step`` with ``state``.
+
+    ``delay``: when the next step runs (None = now). ``max_attempts`` (1..1000) and
+    ``retry_delay``: the next step's attempt budget and the delay before each of its retries
+    (None = the job's max_attempts and its type's backoff; ``Retry(delay)`` still wins). They
+    hold for that step only: a later ``Continue`` without them gives the job's settings back.
+    """
 
     step: str
     state: Json = None
     delay: Seconds | None = None
+    max_attempts: int | None = None
+    retry_delay: Seconds | None = None
 
 
 class _JobIO(Protocol):

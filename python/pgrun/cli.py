@@ -217,13 +217,12 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
         app.loops.setdefault("scheduler", loop_factory(app.schedules))
     # The loops this process runs. Extra loops an app registers with App.add_loop (the cron
-    # scheduler) join worker and reaper; --no-<name> style flags drop them via `exclude`.
+    # scheduler) join worker and reaper; --no-scheduler drops that one via `exclude`.
     loops = runner.default_loops(
         app,
         queues=args.queue or None,
         reaper=not args.no_reaper,
-        exclude=tuple(getattr(args, "exclude_loops", ()) or ())
-        + (("scheduler",) if args.no_scheduler else ()),
+        exclude=("scheduler",) if args.no_scheduler else (),
         metrics=worker_metrics,
     )
     return runner.run(app, config, loops)

@@ -39,6 +39,7 @@ from pgrun.results import (
     EnqueuedRun,
     ExternalStepResult,
     Heartbeat,
+    JobCount,
     JobDefinition,
     JobMetrics,
     JobSummary,
@@ -297,7 +298,14 @@ def _fail_jobs(failures: Sequence[Failure]) -> Call[list[BatchOutcome]]:
 
 
 def _continue_job(
-    job_id: Id, lease_token: Id, next_step: str, *, state: Json, delay: Seconds | None
+    job_id: Id,
+    lease_token: Id,
+    next_step: str,
+    *,
+    state: Json,
+    delay: Seconds | None,
+    max_attempts: int | None = None,
+    retry_delay: Seconds | None = None,
 ) -> Call[Outcome]:
     params: dict[str, Any] = dict(
         job_id=job_id,
@@ -305,6 +313,8 @@ def _continue_job(
         next_step=next_step,
         state=_json(state),
         delay=_interval(delay),
+        max_attempts=max_attempts,
+        retry_delay=_interval(retry_delay),
     )
     return _one(q.CONTINUE_JOB, params, Outcome)
 
@@ -418,6 +428,24 @@ def _queue_depth(*, organization_id: Id | None) -> Call[list[QueueDepth]]:
 def _job_metrics(*, organization_id: Id | None) -> Call[list[JobMetrics]]:
     params: dict[str, Any] = dict(organization_id=organization_id)
     return _all(q.JOB_METRICS, params, JobMetrics)
+
+
+def _count_jobs(
+    *,
+    status: str | None,
+    job_type: str | None,
+    queue: str | None,
+    organization_id: Id | None,
+    workflow_run_id: Id | None,
+) -> Call[list[JobCount]]:
+    params: dict[str, Any] = dict(
+        status=status,
+        job_type=job_type,
+        queue=queue,
+        organization_id=organization_id,
+        workflow_run_id=workflow_run_id,
+    )
+    return _all(q.COUNT_JOBS, params, JobCount)
 
 
 def _enqueue_workflow(spec: JsonObject | WorkflowLike) -> Call[EnqueuedRun]:
@@ -598,10 +626,32 @@ class Client:
         return self._run(_fail_jobs(failures))
 
     def continue_job(
-        self, job_id: Id, lease_token: Id, next_step: str, *, state: Json = None, delay: Seconds | None = None
+        self,
+        job_id: Id,
+        lease_token: Id,
+        next_step: str,
+        *,
+        state: Json = None,
+        delay: Seconds | None = None,
+        max_attempts: int | None = None,
+        retry_delay: Seconds | None = None,
     ) -> Outcome:
-        """Queue the same job at next_step (pgrun.continue_job); state None keeps it."""
-        return self._run(_continue_job(job_id, lease_token, next_step, state=state, delay=delay))
+        """Queue the same job at next_step (pgrun.continue_job); state None keeps it.
+
+        max_attempts and retry_delay give the next step its own attempt budget and retry delay
+        (None: the job's max_attempts and its type's backoff).
+        """
+        return self._run(
+            _continue_job(
+                job_id,
+                lease_token,
+                next_step,
+                state=state,
+                delay=delay,
+                max_attempts=max_attempts,
+                retry_delay=retry_delay,
+            )
+        )
 
     def report_progress(self, job_id: Id, lease_token: Id, progress: JsonObject) -> bool:
         """Store the job's progress (pgrun.report_progress); returns True when a cancel was requested."""
@@ -629,7 +679,10 @@ class Client:
     def requeue_job(
         self, job_id: Id, *, organization_id: Id | None = None, run_at: datetime | None = None
     ) -> datetime:
-        """Put a dead or cancelled job back in the queue (pgrun.requeue_job); returns its run_at."""
+        """Put a dead or cancelled job back in the queue (pgrun.requeue_job); returns its run_at.
+
+        A workflow step's job is refused: ConflictError ``job.in_workflow_run`` (enqueue a new run).
+        """
         return self._run(_requeue_job(job_id, organization_id=organization_id, run_at=run_at))
 
     def reap_expired_leases(
@@ -731,6 +784,29 @@ class Client:
         """Counts, rates and latencies per type and queue (pgrun.job_metrics), of the jobs
         this role may see (one organization's with ``organization_id``)."""
         return self._run(_job_metrics(organization_id=organization_id))
+
+    def count_jobs(
+        self,
+        *,
+        status: str | None = None,
+        job_type: str | None = None,
+        queue: str | None = None,
+        organization_id: Id | None = None,
+        workflow_run_id: Id | None = None,
+    ) -> list[JobCount]:
+        """How many jobs are in each status (pgrun.count_jobs), of the jobs this role may see:
+        one row per status in lifecycle order (queued, running, succeeded, dead, cancelled), zeros
+        included, or with ``status`` just that one. Filters as list_jobs. Counting queued or running
+        jobs reads only their partial index; a finished status, or all, scans the jobs table."""
+        return self._run(
+            _count_jobs(
+                status=status,
+                job_type=job_type,
+                queue=queue,
+                organization_id=organization_id,
+                workflow_run_id=workflow_run_id,
+            )
+        )
 
     def enqueue_workflow(self, spec: JsonObject | WorkflowLike) -> EnqueuedRun:
         """Start a workflow run (pgrun.enqueue_workflow) from a spec dict or a pgrun.workflow.Workflow."""
@@ -918,10 +994,32 @@ class AsyncClient:
         return await self._run(_fail_jobs(failures))
 
     async def continue_job(
-        self, job_id: Id, lease_token: Id, next_step: str, *, state: Json = None, delay: Seconds | None = None
+        self,
+        job_id: Id,
+        lease_token: Id,
+        next_step: str,
+        *,
+        state: Json = None,
+        delay: Seconds | None = None,
+        max_attempts: int | None = None,
+        retry_delay: Seconds | None = None,
     ) -> Outcome:
-        """Queue the same job at next_step (pgrun.continue_job); state None keeps it."""
-        return await self._run(_continue_job(job_id, lease_token, next_step, state=state, delay=delay))
+        """Queue the same job at next_step (pgrun.continue_job); state None keeps it.
+
+        max_attempts and retry_delay give the next step its own attempt budget and retry delay
+        (None: the job's max_attempts and its type's backoff).
+        """
+        return await self._run(
+            _continue_job(
+                job_id,
+                lease_token,
+                next_step,
+                state=state,
+                delay=delay,
+                max_attempts=max_attempts,
+                retry_delay=retry_delay,
+            )
+        )
 
     async def report_progress(self, job_id: Id, lease_token: Id, progress: JsonObject) -> bool:
         """Store the job's progress (pgrun.report_progress); returns True when a cancel was requested."""
@@ -951,7 +1049,10 @@ class AsyncClient:
     async def requeue_job(
         self, job_id: Id, *, organization_id: Id | None = None, run_at: datetime | None = None
     ) -> datetime:
-        """Put a dead or cancelled job back in the queue (pgrun.requeue_job); returns its run_at."""
+        """Put a dead or cancelled job back in the queue (pgrun.requeue_job); returns its run_at.
+
+        A workflow step's job is refused: ConflictError ``job.in_workflow_run`` (enqueue a new run).
+        """
         return await self._run(_requeue_job(job_id, organization_id=organization_id, run_at=run_at))
 
     async def reap_expired_leases(
@@ -1055,6 +1156,29 @@ class AsyncClient:
         """Counts, rates and latencies per type and queue (pgrun.job_metrics), of the jobs
         this role may see (one organization's with ``organization_id``)."""
         return await self._run(_job_metrics(organization_id=organization_id))
+
+    async def count_jobs(
+        self,
+        *,
+        status: str | None = None,
+        job_type: str | None = None,
+        queue: str | None = None,
+        organization_id: Id | None = None,
+        workflow_run_id: Id | None = None,
+    ) -> list[JobCount]:
+        """How many jobs are in each status (pgrun.count_jobs), of the jobs this role may see:
+        one row per status in lifecycle order (queued, running, succeeded, dead, cancelled), zeros
+        included, or with ``status`` just that one. Filters as list_jobs. Counting queued or running
+        jobs reads only their partial index; a finished status, or all, scans the jobs table."""
+        return await self._run(
+            _count_jobs(
+                status=status,
+                job_type=job_type,
+                queue=queue,
+                organization_id=organization_id,
+                workflow_run_id=workflow_run_id,
+            )
+        )
 
     async def enqueue_workflow(self, spec: JsonObject | WorkflowLike) -> EnqueuedRun:
         """Start a workflow run (pgrun.enqueue_workflow) from a spec dict or a pgrun.workflow.Workflow."""

@@ -90,7 +90,7 @@ def status_table(depths: Sequence[QueueDepth], metrics: Sequence[JobMetrics]) ->
 def jobs_table(jobs: Sequence[JobSummary]) -> str:
     rows = [
         [
-            j.id,
+            j.job_id,
             j.job_type,
             j.queue,
             j.status,
@@ -105,7 +105,7 @@ def jobs_table(jobs: Sequence[JobSummary]) -> str:
 
 
 def runs_table(runs: Sequence[WorkflowRunSummary]) -> str:
-    rows = [[r.id, r.name, r.status, r.open_step_count, r.created_at, r.finished_at] for r in runs]
+    rows = [[r.run_id, r.name, r.status, r.open_step_count, r.created_at, r.finished_at] for r in runs]
     return table(["id", "name", "status", "open steps", "created", "finished"], rows)
 
 
@@ -145,5 +145,7 @@ def run_report(run: JsonObject) -> str:
             ]
         )
     total = seconds((finished - start).total_seconds()) if finished and start else "still running"
-    header = f"run {run.get('id')}  {run.get('name') or ''}  status: {run.get('status')}  ({total})"
+    # run_id; "id" alone in a document from a server migrated before run_id was added
+    run_id = run.get("run_id", run.get("id"))
+    header = f"run {run_id}  {run.get('name') or ''}  status: {run.get('status')}  ({total})"
     return header + "\n" + table(["step", "type", "status", "depends on", "released at +", "took"], rows)

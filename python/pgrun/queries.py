@@ -91,7 +91,9 @@ SELECT * FROM pgrun.continue_job(
     lease_token => %(lease_token)s::uuid,
     next_step => %(next_step)s::text,
     state => %(state)s::jsonb,
-    delay => %(delay)s::interval)
+    delay => %(delay)s::interval,
+    max_attempts => %(max_attempts)s::integer,
+    retry_delay => %(retry_delay)s::interval)
 """
 
 REPORT_PROGRESS: Final = """
@@ -178,6 +180,15 @@ SELECT * FROM pgrun.set_job_runtime_config(
 QUEUE_DEPTH: Final = "SELECT * FROM pgrun.queue_depth(organization_id => %(organization_id)s::uuid)"
 
 JOB_METRICS: Final = "SELECT * FROM pgrun.job_metrics(organization_id => %(organization_id)s::uuid)"
+
+COUNT_JOBS: Final = """
+SELECT * FROM pgrun.count_jobs(
+    status => %(status)s::text,
+    job_type => %(job_type)s::text,
+    queue => %(queue)s::text,
+    organization_id => %(organization_id)s::uuid,
+    workflow_run_id => %(workflow_run_id)s::uuid)
+"""
 
 # -- workflows ------------------------------------------------------------------------
 

@@ -102,7 +102,10 @@ class ReapedJob:
 
 @dataclass(frozen=True)
 class JobSummary:
-    """One row of list_jobs (no payload/state/progress/result: get_job has those)."""
+    """One row of list_jobs (no payload/state/progress/result: get_job has those).
+
+    ``job_id`` is the job's id, the name every other result and argument uses; ``id`` holds
+    the same value under the row's older name, kept for existing code."""
 
     id: UUID
     job_type: str
@@ -131,6 +134,7 @@ class JobSummary:
     updated_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    job_id: UUID
 
 
 @dataclass(frozen=True)
@@ -167,6 +171,14 @@ class QueueDepth:
     oldest_ready_age: timedelta | None
     paused: bool | None
     max_concurrency: int | None
+
+
+@dataclass(frozen=True)
+class JobCount:
+    """One row of count_jobs: how many of the jobs the caller may see are in ``status``."""
+
+    status: str
+    jobs: int
 
 
 @dataclass(frozen=True)
@@ -221,6 +233,11 @@ class CancelRunResult:
 
 @dataclass(frozen=True)
 class WorkflowRunSummary:
+    """One row of list_workflow_runs (get_workflow_run has the steps).
+
+    ``run_id`` is the run's id, the name every other result and argument uses; ``id`` holds
+    the same value under the row's older name, kept for existing code."""
+
     id: UUID
     name: str | None
     status: str
@@ -232,3 +249,4 @@ class WorkflowRunSummary:
     created_at: datetime
     updated_at: datetime
     finished_at: datetime | None
+    run_id: UUID

@@ -622,6 +622,8 @@ class Worker:
                 follow_up.step,
                 state=follow_up.state,
                 delay=_interval(follow_up.delay),
+                max_attempts=follow_up.max_attempts,
+                retry_delay=_interval(follow_up.retry_delay),
             )
         except LeaseLostError:
             self._lose(outcome.running)
@@ -882,7 +884,7 @@ def _continue_refusal_code(exc: BaseException) -> str | None:
     if isinstance(exc, PgrunError):
         if exc.code == "job.state_too_large":
             return "state_too_large"
-        if exc.code in ("job.invalid_step", "job.invalid_delay"):
+        if exc.code in ("job.invalid_step", "job.invalid_delay", "job.invalid_max_attempts"):
             return "continue_invalid"
     return "state_invalid" if _content_error(exc) else None
 
@@ -921,6 +923,16 @@ def _continue_problem(follow_up: Continue) -> tuple[str, str] | None:
     step = follow_up.step
     if not isinstance(step, str) or "\x00" in step or not _encodable(step):
         return "continue_invalid", "the Continue's step is not text that PostgreSQL can store"
+    for name in ("delay", "retry_delay"):
+        try:
+            _interval(getattr(follow_up, name))
+        except (TypeError, ValueError, OverflowError):
+            return "continue_invalid", f"the Continue's {name} is not a number of seconds or a timedelta"
+    attempts = follow_up.max_attempts
+    if attempts is not None and (
+        isinstance(attempts, bool) or not isinstance(attempts, int) or not -(2**31) <= attempts < 2**31
+    ):
+        return "continue_invalid", "the Continue's max_attempts is not an integer PostgreSQL can take"
     problem = _json_problem(follow_up.state)
     if problem is not None:
         return "state_invalid", f"the Continue's state cannot be stored: {problem}"

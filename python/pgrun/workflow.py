@@ -4,6 +4,7 @@
     wf.job("reserve", "order.reserve", {"sku": "A1"})
     wf.external("approve", depends_on=["reserve"])
     wf.job("cleanup", "order.cleanup", depends_on=[on_terminal("approve")])
+    wf.job("remind", "order.remind", depends_on=["reserve"], delay=timedelta(hours=1))
     client.enqueue_workflow(wf)
 
 It only assembles JSON: validation (keys, cycles, limits) is enqueue_workflow's job, so a
@@ -14,7 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pgrun.client import Id, Seconds
 
 JsonObject = dict[str, Any]
 
@@ -73,8 +78,18 @@ class Workflow:
         priority: int | None = None,
         max_attempts: int | None = None,
         timeout_seconds: int | None = None,
+        organization_id: Id | None = None,
+        delay: Seconds | None = None,
+        run_at: datetime | None = None,
     ) -> str:
-        """Add a job step; returns its key (handy for depends_on)."""
+        """Add a job step; returns its key (handy for depends_on).
+
+        ``organization_id`` stamps the step's job with that organization instead of the run's
+        (one the caller could enqueue a job in). ``delay`` (seconds or a timedelta) or
+        ``run_at`` (a datetime; a naive one is read in the session's time zone, as
+        ``enqueue_job`` reads it), not both, hold the job back: it is queued with run_at =
+        release time + delay, or the later of its release time and run_at. The step is
+        released when its dependencies finish (a root at enqueue)."""
         step: JsonObject = {"key": key, "job_type": job_type}
         optional = {
             "payload": payload,
@@ -82,6 +97,9 @@ class Workflow:
             "priority": priority,
             "max_attempts": max_attempts,
             "timeout_seconds": timeout_seconds,
+            "organization_id": None if organization_id is None else str(organization_id),
+            "delay": delay.total_seconds() if isinstance(delay, timedelta) else delay,
+            "run_at": None if run_at is None else run_at.isoformat(),
         }
         step.update({name: value for name, value in optional.items() if value is not None})
         if depends_on:

@@ -34,6 +34,7 @@ INSERT INTO expected VALUES
     ('job_metrics', '{admin,producer,reader}'),
     ('dashboard_overview', '{admin,producer,reader}'),
     ('get_job_history', '{admin,producer,reader}'),
+    ('count_jobs', '{admin,producer,reader}'),
     ('claim_jobs', '{admin,worker}'),
     ('heartbeat_jobs', '{admin,worker}'),
     ('report_progress', '{admin,worker}'),

@@ -14,8 +14,8 @@ SELECT pgrun.get_job(:'job') AS doc \gset
 SELECT is((:'doc'::jsonb) ->> 'id', :'job', 'id');
 SELECT is(
     (:'doc'::jsonb) - 'attempts' - 'dead_letters' - 'error_message',
-    (SELECT to_jsonb(j) - 'lease_token' FROM pgrun.jobs AS j WHERE j.id = :'job'),
-    'every column of jobs but lease_token, with the same values'
+    (SELECT to_jsonb(j) - 'lease_token' || jsonb_build_object('job_id', j.id) FROM pgrun.jobs AS j WHERE j.id = :'job'),
+    'every column of jobs but lease_token, with the same values, and job_id (= id)'
 );
 SELECT ok(NOT ((:'doc'::jsonb) ? 'lease_token'), 'the lease token is never handed out');
 

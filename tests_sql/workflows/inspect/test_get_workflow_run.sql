@@ -13,7 +13,7 @@ SELECT pgrun.get_workflow_run(:'run') AS doc \gset
 
 -- TEST: the run
 SELECT is((:'doc'::jsonb) ->> 'id', :'run', 'the id');
-SELECT is((:'doc'::jsonb) - 'steps' - 'dependencies' - 'mutations' - 'id' - 'created_at' - 'updated_at',
+SELECT is((:'doc'::jsonb) - 'steps' - 'dependencies' - 'mutations' - 'id' - 'run_id' - 'created_at' - 'updated_at',
     '{"name": "n", "status": "running", "metadata": {"m": true}, "finished_at": null, "cancel_reason": null,
       "idempotency_key": "k1", "organization_id": "11111111-1111-1111-1111-111111111111",
       "open_step_count": 3}'::jsonb,
@@ -36,7 +36,7 @@ SELECT is(
       {"step": "c", "depends_on": "b", "release_mode": "on_success", "resolved": false}]'::jsonb,
     'edges with their release modes');
 SELECT is(
-    (SELECT jsonb_agg(m - 'id' - 'created_at') FROM jsonb_array_elements((:'doc'::jsonb) -> 'mutations') AS m),
+    (SELECT jsonb_agg(m - 'id' - 'mutation_id' - 'created_at') FROM jsonb_array_elements((:'doc'::jsonb) -> 'mutations') AS m),
     '[{"mutation_key": "more", "step_keys": ["c"]}]'::jsonb,
     'the append');
 
