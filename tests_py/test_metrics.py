@@ -108,6 +108,8 @@ def counters(samples: Samples) -> dict[str, float]:
             found[f"{name}{{{dict(labels)['job_type']}}}"] = number
         if name == "pgrun_job_handler_duration_seconds_count":
             found[f"handler_count{{{dict(labels)['job_type']}}}"] = number
+        if name == "pgrun_job_start_latency_seconds_count":
+            found[f"latency_count{{{dict(labels)['job_type']}}}"] = number
     return {key: number for key, number in found.items() if number}
 
 
@@ -135,6 +137,9 @@ def test_counters_move_by_what_the_worker_did(db: str) -> None:
             "handler_count{m.ok}": N_OK,
             "handler_count{m.flaky}": 2 * M_FLAKY,
             "handler_count{m.doomed}": 1,
+            "latency_count{m.ok}": N_OK,
+            "latency_count{m.flaky}": 2 * M_FLAKY,
+            "latency_count{m.doomed}": 1,
         }
         seen: list[Samples] = []
 
@@ -159,6 +164,12 @@ def test_counters_move_by_what_the_worker_did(db: str) -> None:
             for t in ("m.ok", "m.flaky", "m.doomed")
         )
         assert 0 <= total < 30
+        # every claim waited a little (never negative) and no claim waited the whole run
+        waited = sum(
+            value(samples, "pgrun_job_start_latency_seconds_sum", job_type=t, queue="mq")
+            for t in ("m.ok", "m.flaky", "m.doomed")
+        )
+        assert 0 < waited < 30 * (N_OK + 2 * M_FLAKY + 1)
         # stopped: nothing more moved (no outcome counted twice at shutdown)
         assert counters(scrape(port)) == expected
     finally:

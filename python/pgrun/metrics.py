@@ -43,6 +43,9 @@ MISSING = (
 
 #: Handler run times: from a few milliseconds to an hour.
 HANDLER_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600)
+#: How long a ready job waited for a claim: milliseconds on an idle worker, up to hours in a
+#: backlog.
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600)
 #: Round trips to the database (claim_jobs, an outcome flush).
 ROUND_TRIP_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
 
@@ -151,6 +154,14 @@ class WorkerMetrics(NoMetrics):
             buckets=HANDLER_BUCKETS,
             registry=self.registry,
         )
+        self._latency = Histogram(
+            "pgrun_job_start_latency_seconds",
+            "How long a claimed job had been ready: the claim's time minus its run_at (due time), "
+            "both on the database clock.",
+            labels,
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
         self._claim = Histogram(
             "pgrun_claim_duration_seconds",
             "Round trip of one claim_jobs call.",
@@ -175,7 +186,9 @@ class WorkerMetrics(NoMetrics):
         key = (name, job.job_type, job.queue)
         child = self._children.get(key)
         if child is None:
-            parent = {"claimed": self._claimed, "handler": self._handler}.get(name) or self._counters[name]
+            parent = {"claimed": self._claimed, "handler": self._handler, "latency": self._latency}.get(
+                name
+            ) or self._counters[name]
             child = self._children[key] = parent.labels(job.job_type, job.queue)
         return child
 
@@ -183,6 +196,7 @@ class WorkerMetrics(NoMetrics):
         self._claim.observe(seconds)
         for job in jobs:
             self._child("claimed", job).inc()
+            self._child("latency", job).observe(max(0.0, (job.started_at - job.run_at).total_seconds()))
 
     def handled(self, job: ClaimedJob, seconds: float) -> None:
         self._child("handler", job).observe(seconds)
