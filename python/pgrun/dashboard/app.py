@@ -227,7 +227,7 @@ def create_app(
                 bars=True,
             ),
             svg.minute_chart(
-                "Start latency (run_at to claim)",
+                "Start latency, seconds (run_at to claim)",
                 "seconds",
                 minutes,
                 [("latency_p50_seconds", "p50", "p50"), ("latency_p95_seconds", "p95", "p95")],
