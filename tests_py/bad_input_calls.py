@@ -319,6 +319,10 @@ BASELINES: dict[str, dict[str, str | list[str]]] = {
         "lease_tokens": ["'${running_token}'::uuid"],
         "results": ["'{\"ok\": true}'::jsonb"],
     },
+    "release_jobs": {
+        "job_ids": ["'${running}'::uuid"],
+        "lease_tokens": ["'${running_token}'::uuid"],
+    },
     "fail_job": {
         "job_id": "'${running}'::uuid",
         "lease_token": "'${running_token}'::uuid",
