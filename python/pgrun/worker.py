@@ -44,6 +44,13 @@ One ``Worker`` is a handful of asyncio tasks sharing one connection pool:
   lease this worker holds; a lost lease marks the job lost (its outcome will not be
   written), a cancel request sets the handler's ``cancelled`` event.
 
+Durability (``JOBS_ASYNC_CLAIMS``, on by default; docs/lease-machine.md#durability): claims
+and heartbeats go through a small pool of their own whose connections start with
+``synchronous_commit = off`` (``async_commit_pool``), so they do not wait for a WAL flush.
+A claim lost in a server crash leaves its job queued (it runs again, as after a lost lease),
+and the durable write that ends the attempt flushes the claim's WAL first. Completions,
+failures, continuations, progress and log lines use the durable pool the worker was given.
+
 Nothing here decides a job's fate: retry or dead, cancelled or not, lease valid or not —
 the SQL functions answer, and the worker does what the answer says.
 
@@ -74,6 +81,8 @@ from typing import Any, Literal, cast
 from uuid import UUID
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
+from psycopg_pool import AsyncConnectionPool
 
 from pgrun import queries as q
 from pgrun.app import (
@@ -87,7 +96,7 @@ from pgrun.app import (
     SyncHandler,
     SyncJobContext,
 )
-from pgrun.client import AsyncClient, Failure
+from pgrun.client import AsyncClient, Failure, configure_async_connection
 from pgrun.config import Config
 from pgrun.errors import ConflictError, InvalidInputError, LeaseLostError, PgrunError
 from pgrun.metrics import NO_METRICS, NoMetrics
@@ -204,6 +213,9 @@ class Worker:
         self._parked_writes = asyncio.Semaphore(PARKED_WRITES)
         #: pgrun.metrics.WorkerMetrics with --metrics-port, else hooks that do nothing.
         self._metrics = metrics
+        #: Where claims and heartbeats go: ``client``, or (async_claims) a pool of connections
+        #: that commit without waiting for the WAL flush, opened by ``run``.
+        self._claims = client
         metrics.watch_buffer(self._unwritten)
 
     # -- public --------------------------------------------------------------------------
@@ -224,6 +236,10 @@ class Worker:
     async def run(self, stop: asyncio.Event) -> None:
         """Run until ``stop`` is set, then shut down gracefully (see the module docstring)."""
         await self._register_definitions(stop)
+        claims_pool = async_commit_pool(self.client.pool) if self.config.async_claims else None
+        if claims_pool is not None:
+            await claims_pool.open(wait=False)
+            self._claims = AsyncClient(claims_pool)
         helpers = [
             asyncio.create_task(self._listen(), name="pgrun-listen"),
             asyncio.create_task(self._heartbeat_loop(), name="pgrun-heartbeat"),
@@ -240,6 +256,9 @@ class Worker:
             for task in helpers:
                 task.cancel()
             await asyncio.gather(*helpers, return_exceptions=True)
+            if claims_pool is not None:
+                self._claims = self.client
+                await claims_pool.close()
 
     # -- start-up ------------------------------------------------------------------------
 
@@ -277,7 +296,7 @@ class Worker:
                 wanted = min(free, self.config.claim_batch_size)
                 started = time.perf_counter()
                 try:
-                    jobs = await self.client.claim_jobs(
+                    jobs = await self._claims.claim_jobs(
                         self.config.worker_id,
                         lease_seconds=self.config.lease_ttl_seconds,
                         max_jobs=wanted,
@@ -756,7 +775,7 @@ class Worker:
             if not held:
                 continue
             try:
-                rows = await self.client.heartbeat_jobs(
+                rows = await self._claims.heartbeat_jobs(
                     self.config.worker_id,
                     [(r.job.job_id, r.job.lease_token) for r in held],
                     lease_seconds=self.config.lease_ttl_seconds,
@@ -832,6 +851,33 @@ class Worker:
         unwritten = len(self._buffer) + sum(len(parked) for parked in self._parked.values())
         if unwritten:
             log.warning("exiting with %d unwritten outcome(s); their leases will expire", unwritten)
+
+
+#: Connections of the claims pool: the claim loop's and the heartbeat loop's, and one spare.
+CLAIM_CONNECTIONS = 3
+
+
+def async_commit_pool(pool: Any) -> AsyncConnectionPool | None:
+    """A pool like ``pool`` (same server, user and settings) whose sessions start with
+    ``synchronous_commit = off`` (a startup option, so no statement is sent for it and it
+    cannot leak into another client's session through a pooler); None when ``pool`` is not
+    an AsyncConnectionPool with a static conninfo (the worker then claims on it, durably)."""
+    if not isinstance(pool, AsyncConnectionPool) or callable(pool.conninfo) or callable(pool.kwargs):
+        return None
+    kwargs = dict(pool.kwargs or {})
+    options = kwargs.get("options") or conninfo_to_dict(pool.conninfo or "").get("options") or ""
+    kwargs["options"] = f"{options} -c synchronous_commit=off".strip()
+    kwargs["autocommit"] = True
+    return AsyncConnectionPool(
+        pool.conninfo,
+        min_size=1,
+        max_size=CLAIM_CONNECTIONS,
+        kwargs=kwargs,
+        configure=configure_async_connection,
+        timeout=10,
+        name="pgrun-claims",
+        open=False,
+    )
 
 
 def _transient(exc: BaseException) -> bool:
