@@ -2,10 +2,17 @@
 
 One ``Worker`` is a handful of asyncio tasks sharing one connection pool:
 
-* **claim loop** (``_claim_loop``) — while there are free slots and jobs may be ready, one
-  ``claim_jobs`` call asks for ``min(free slots, JOBS_CLAIM_BATCH_SIZE)`` jobs; each claimed
-  job gets a handler task. When a claim comes back short the queue is drained: the loop
+* **claim loop** (``_claim_loop``) — while the worker holds fewer jobs than its slots plus
+  ``JOBS_PREFETCH`` (running or waiting to start) and jobs may be ready, one ``claim_jobs``
+  call asks for ``min(room, JOBS_CLAIM_BATCH_SIZE)`` jobs into the **local queue**
+  (``_queue``); a free slot takes the next job from it (``_dispatch``) and runs its handler
+  task, so a freed slot never waits for a claim round trip, and the next claim is in
+  flight while handlers run and outcomes are written. Jobs are started in claim order
+  (priority, run_at, id), so priority order holds within what one worker holds; a job of
+  better priority enqueued later waits for the prefetched ones ahead of it (at most
+  ``JOBS_PREFETCH`` of them). When a claim comes back short the queue is drained: the loop
   sleeps until a NOTIFY, a freed slot after a full claim, or the poll interval.
+  ``JOBS_PREFETCH=0`` claims only for free slots.
 * **listener** (``_listen``) — its own connection, ``LISTEN pgrun_jobs``, blocked in
   ``notifies()``: the enqueue functions notify once per queue per statement, so an idle
   worker wakes within a millisecond or two instead of at its next poll.
@@ -41,8 +48,10 @@ One ``Worker`` is a handful of asyncio tasks sharing one connection pool:
   ``complete_jobs`` reporting a row ``result_too_large`` (nothing written for that job)
   becomes a ``result_too_large`` failure of that job, not retried.
 * **heartbeat** (``_heartbeat_loop``) — every lease/3, one ``heartbeat_jobs`` for every
-  lease this worker holds; a lost lease marks the job lost (its outcome will not be
-  written), a cancel request sets the handler's ``cancelled`` event.
+  lease this worker holds, the local queue's included; a lost lease marks the job lost (its
+  outcome will not be written; a queued job leaves the queue unstarted), a cancel request
+  sets the handler's ``cancelled`` event, or, for a job not started yet, takes it out of the
+  queue and hands it back (``release_jobs`` ends it cancelled).
 
 Durability (``JOBS_ASYNC_CLAIMS``, on by default; docs/lease-machine.md#durability): claims
 and heartbeats go through a small pool of their own whose connections start with
@@ -58,7 +67,8 @@ Metrics (``metrics``, docs/metrics.md): claims, handler run times, flushes and w
 answered for each outcome are reported to a ``pgrun.metrics.WorkerMetrics``; without
 ``--metrics-port`` the worker holds ``NO_METRICS``, whose hooks do nothing.
 
-Stopping (``stop`` set, e.g. by SIGTERM): claim nothing more, give running handlers
+Stopping (``stop`` set, e.g. by SIGTERM): claim nothing more, hand the jobs waiting in the
+local queue back at once (``release_jobs``: queued again, no attempt spent), give running handlers
 ``JOBS_SHUTDOWN_GRACE_SECONDS`` to finish, write their outcomes, and return. Handlers
 still running after that are abandoned; their leases expire and the reaper retries them.
 """
@@ -73,6 +83,7 @@ import re
 import threading
 import time
 import traceback
+from collections import deque
 from collections.abc import Callable, Iterable
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -138,6 +149,8 @@ class _Running:
     job: ClaimedJob
     cancelled: threading.Event = field(default_factory=threading.Event)
     lost: bool = False
+    #: Claimed but its handler not started yet: it waits in the local queue.
+    waiting: bool = True
 
 
 @dataclass
@@ -194,6 +207,9 @@ class Worker:
         self.slots = config.max_global_concurrency
         self._leases: dict[UUID, _Running] = {}
         self._handlers: set[asyncio.Task[None]] = set()
+        #: Claimed jobs not started yet, in claim order (their leases are in ``_leases``).
+        self._queue: deque[_Running] = deque()
+        self._prefetch = config.prefetch_limit
         self._buffer: list[_Outcome] = []
         self._buffered = asyncio.Event()
         self._wake = asyncio.Event()
@@ -291,9 +307,9 @@ class Worker:
         job_types = sorted(self.app.job_types)
         delay = RETRY_MIN
         while not stop.is_set():
-            free = self.slots - len(self._handlers)
-            if free > 0 and self._maybe_ready:
-                wanted = min(free, self.config.claim_batch_size)
+            room = self.slots + self._prefetch - len(self._handlers) - len(self._queue)
+            if room > 0 and self._maybe_ready:
+                wanted = min(room, self.config.claim_batch_size)
                 started = time.perf_counter()
                 try:
                     jobs = await self._claims.claim_jobs(
@@ -313,7 +329,10 @@ class Worker:
                 # A short claim means the ready set is drained (for us): wait for news.
                 self._maybe_ready = len(jobs) == wanted
                 for job in jobs:
-                    self._start(job)
+                    running = _Running(job)
+                    self._leases[job.job_id] = running
+                    self._queue.append(running)
+                self._dispatch()
                 continue
             # Nothing to do until a NOTIFY, a freed slot or the poll interval.
             self._wake.clear()
@@ -322,16 +341,22 @@ class Worker:
             except TimeoutError:
                 self._maybe_ready = True
 
-    def _start(self, job: ClaimedJob) -> None:
-        running = _Running(job)
-        self._leases[job.job_id] = running
-        task = asyncio.create_task(self._execute(running), name=f"pgrun-job-{job.job_id}")
-        self._handlers.add(task)
-        task.add_done_callback(self._handler_done)
+    def _dispatch(self) -> None:
+        """Start queued jobs while slots are free (none once the worker is stopping: the
+        queued ones are handed back). A job whose lease was lost or that was asked to
+        cancel while it waited is not started (the heartbeat took it out of the queue)."""
+        while self._queue and len(self._handlers) < self.slots and not self._stopping:
+            running = self._queue.popleft()
+            running.waiting = False
+            job = running.job
+            task = asyncio.create_task(self._execute(running), name=f"pgrun-job-{job.job_id}")
+            self._handlers.add(task)
+            task.add_done_callback(self._handler_done)
 
     def _handler_done(self, task: asyncio.Task[None]) -> None:
         self._handlers.discard(task)
-        self._wake.set()  # a slot is free; claims again if the last claim was full
+        self._dispatch()
+        self._wake.set()  # room in the local queue; claims again if the last claim was full
 
     # -- running a handler ---------------------------------------------------------------
 
@@ -785,9 +810,26 @@ class Worker:
                 interval = min(1.0, self.config.heartbeat_interval)
                 continue
             interval = self.config.heartbeat_interval
+            cancelled_waiting: list[_Running] = []
             for row in rows:
                 running = self._leases.get(row.job_id)
                 if running is None:
+                    continue
+                if running.waiting and (not row.renewed or row.cancel_requested):
+                    # Not started: take it out of the local queue; never run it.
+                    with suppress(ValueError):
+                        self._queue.remove(running)
+                    running.waiting = False
+                    if not row.renewed:
+                        self._lose(running)
+                        self._forget(running, "lease lost before its handler started; not running it")
+                    else:
+                        log.info(
+                            "job %s (%s): cancel requested before it started",
+                            row.job_id,
+                            running.job.job_type,
+                        )
+                        cancelled_waiting.append(running)
                     continue
                 if not row.renewed:
                     self._lose(running)
@@ -800,6 +842,54 @@ class Worker:
                 elif row.cancel_requested and not running.cancelled.is_set():
                     log.info("job %s (%s): cancel requested", row.job_id, running.job.job_type)
                     running.cancelled.set()
+            # release_jobs ends a job with a cancel request cancelled, as the SQL says.
+            await self._hand_back(cancelled_waiting)
+            self._wake.set()  # room in the local queue
+
+    async def _hand_back(self, waiting: list[_Running]) -> None:
+        """Hand claimed jobs whose handlers never started back (``release_jobs``): queued again
+        without spending an attempt, or cancelled when a cancel was requested. A call the
+        server did not answer is sent again for a while; then their leases are let go (they
+        expire, and the reaper decides), so nothing keeps renewing a job no one will run."""
+        if not waiting:
+            return
+        leases = [(r.job.job_id, r.job.lease_token) for r in waiting]
+        deadline = time.monotonic() + max(5.0, self.config.heartbeat_interval)
+        delay = RETRY_MIN
+        while True:
+            try:
+                rows = await self.client.release_jobs(leases)
+                break
+            except Exception as exc:
+                if not _transient(exc) or time.monotonic() + delay > deadline:
+                    log.warning(
+                        "could not hand back %d job(s) not started (%s); their leases will expire",
+                        len(waiting),
+                        _describe(exc),
+                    )
+                    for job_id, _token in leases:
+                        self._leases.pop(job_id, None)
+                    return
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RETRY_MAX)
+        released = 0
+        for row in rows:
+            running = self._leases.pop(row.job_id, None)
+            if running is None:
+                continue
+            if row.outcome == "lease_lost":
+                self._lose(running)
+                log.warning(
+                    "job %s (%s): not handed back, lease lost (%s)",
+                    row.job_id,
+                    running.job.job_type,
+                    row.lost_reason,
+                )
+            else:  # released, or cancelled (a cancel was requested)
+                released += row.outcome == "released"
+                self._metrics.outcome(row.outcome, running.job)
+        if released:
+            log.info("handed %d job(s) not started back to the queue", released)
 
     # -- the NOTIFY listener ---------------------------------------------------------------
 
@@ -833,6 +923,13 @@ class Worker:
 
     async def _shutdown(self) -> None:
         self._stopping = True
+        # Jobs claimed ahead and not started go back to the queue at once (another worker may
+        # take them now), not when their leases would have expired.
+        waiting = list(self._queue)
+        self._queue.clear()
+        for running in waiting:
+            running.waiting = False
+        await self._hand_back(waiting)
         grace = self.config.shutdown_grace_seconds
         if self._handlers:
             log.info("stopping: waiting up to %s s for %d running job(s)", grace, len(self._handlers))
