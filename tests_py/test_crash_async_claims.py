@@ -165,7 +165,7 @@ class Producer(threading.Thread):
                             sleep = self.rng.choice((0, 0, 0, 0.005, 0.02))
                             self.acknowledged.append(enqueue(conn, {"sleep": sleep}))
                         time.sleep(0.003)
-            except psycopg.OperationalError:
+            except psycopg.Error:  # the server went away mid-call, or before it
                 self.failed_calls += 1
                 time.sleep(0.1)
 
@@ -287,6 +287,7 @@ def test_no_acknowledged_enqueue_or_completion_is_lost_and_nothing_succeeds_twic
     }
     ending_tokens = {str(token) for _job_id, _event, token in events if token is not None}
 
+    assert len(producer.acknowledged) >= CYCLES * 20, "the producer kept enqueueing across restarts"
     # every acknowledged enqueue exists, and it succeeded
     missing = [job_id for job_id in acknowledged if job_id not in statuses]
     assert not missing, f"{len(missing)} acknowledged enqueue(s) lost, e.g. {missing[:3]}"
