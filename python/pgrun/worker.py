@@ -53,7 +53,7 @@ One ``Worker`` is a handful of asyncio tasks sharing one connection pool:
   sets the handler's ``cancelled`` event, or, for a job not started yet, takes it out of the
   queue and hands it back (``release_jobs`` ends it cancelled).
 
-Durability (``JOBS_ASYNC_CLAIMS``, on by default; docs/lease-machine.md#durability): claims
+Durability (``JOBS_ASYNC_CLAIMS``, on by default; docs/lease-machine.md, "Durability"): claims
 and heartbeats go through a small pool of their own whose connections start with
 ``synchronous_commit = off`` (``async_commit_pool``), so they do not wait for a WAL flush.
 A claim lost in a server crash leaves its job queued (it runs again, as after a lost lease),
