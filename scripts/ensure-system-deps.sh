@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Make sure this machine has what `make test` needs beyond Python: the PostgreSQL server
-# binaries, pgTAP, pg_prove and plpgsql_check. As root on Debian/Ubuntu it installs what
+# binaries, pgTAP, pg_prove, plpgsql_check, and chromium (the dashboard's browser tests drive
+# /usr/bin/chromium through Playwright). As root on Debian/Ubuntu it installs what
 # is missing with apt-get; otherwise it names the packages and fails.
 set -euo pipefail
 
@@ -20,6 +21,7 @@ missing_packages() {
     [ -f "$sharedir/extension/pgtap.control" ] || echo "postgresql-$version-pgtap"
     [ -f "$sharedir/extension/plpgsql_check.control" ] || echo "postgresql-$version-plpgsql-check"
     command -v pg_prove >/dev/null || echo "libtap-parser-sourcehandler-pgtap-perl"
+    [ -x /usr/bin/chromium ] || echo "chromium"
 }
 
 if [ -n "${PGRUN_PG_BINDIR:-}" ]; then
@@ -40,7 +42,7 @@ if [ -z "$version" ]; then
     if ! $apt_ok; then
         echo "PostgreSQL server binaries are missing. Install them (Debian/Ubuntu:" \
              "apt-get install postgresql postgresql-15-pgtap postgresql-15-plpgsql-check" \
-             "libtap-parser-sourcehandler-pgtap-perl) or run as root to let make do it." >&2
+             "libtap-parser-sourcehandler-pgtap-perl chromium) or run as root to let make do it." >&2
         exit 1
     fi
     apt-get update -qq

@@ -319,6 +319,10 @@ BASELINES: dict[str, dict[str, str | list[str]]] = {
         "lease_tokens": ["'${running_token}'::uuid"],
         "results": ["'{\"ok\": true}'::jsonb"],
     },
+    "release_jobs": {
+        "job_ids": ["'${running}'::uuid"],
+        "lease_tokens": ["'${running_token}'::uuid"],
+    },
     "fail_job": {
         "job_id": "'${running}'::uuid",
         "lease_token": "'${running_token}'::uuid",
@@ -359,6 +363,8 @@ BASELINES: dict[str, dict[str, str | list[str]]] = {
     "queue_depth": {"organization_id": "'${org}'::uuid"},
     "count_jobs": {"status": "'queued'", "queue": "'default'", "organization_id": "'${org}'::uuid"},
     "job_metrics": {"organization_id": "'${org}'::uuid"},
+    "dashboard_overview": {"organization_id": "'${org}'::uuid"},
+    "get_job_history": {"job_id": "'${done}'::uuid", "max_rows": "200"},
     # workflows
     "enqueue_workflow": {
         "spec": '\'{"name": "n", "idempotency_key": "wk", "steps": ' + _SPEC_STEPS + "}'::jsonb"

@@ -216,7 +216,9 @@ def test_claims_only_as_many_jobs_as_it_has_free_slots(db: str) -> None:
             peak_in_db = max(peak_in_db, sum(d.running for d in c.queue_depth()))
             return finished(c, ids)
 
-        run_worker_until(app, fast_config(db, max_global_concurrency=3, claim_batch_size=2), check)
+        # prefetch 0: no jobs claimed ahead (tests_py/test_worker_prefetch.py covers those)
+        config = fast_config(db, max_global_concurrency=3, claim_batch_size=2, prefetch=0)
+        run_worker_until(app, config, check)
         assert statuses(client, ids) == ["succeeded"] * 12
     assert peak == 3
     # A slot frees when its handler returns; its outcome may wait a few ms for the batched

@@ -91,6 +91,84 @@ def test_a_worker_killed_mid_job_is_recovered_and_the_job_succeeds_once(db: str,
     assert second.returncode == 0
 
 
+def test_a_worker_killed_with_jobs_claimed_ahead_loses_none_and_runs_each_once(
+    db: str, log_file: Path
+) -> None:
+    """One slot and JOBS_PREFETCH=3: the first job hangs, three wait claimed in the local
+    queue; SIGKILL. Their leases expire, the second worker's reaper queues them again, and
+    every job succeeds exactly once (the waiting ones never started in the first worker)."""
+    names = ["hang", "w1", "w2", "w3"]
+    with Client.connect(db) as client:
+        ids = [
+            client.enqueue_job(
+                "test.sleep",
+                {"log": str(log_file), "name": name, "hang_first": name == "hang"},
+                max_attempts=3,
+            ).job_id
+            for name in names
+        ]
+        first = start_worker(db, JOBS_WORKER_ID="first", JOBS_MAX_GLOBAL_CONCURRENCY="1", JOBS_PREFETCH="3")
+        try:
+            wait_for(lambda: "hang start 1" in lines(log_file), 20, "the first job to start")
+            wait_for(
+                lambda: [client.get_job(i)["status"] for i in ids] == ["running"] * 4,
+                20,
+                "the other three to be claimed ahead",
+            )
+            first.send_signal(signal.SIGKILL)
+            first.wait(10)
+        finally:
+            stop(first)
+        assert lines(log_file) == ["hang start 1"], "the waiting jobs never started"
+        second = start_worker(db, JOBS_WORKER_ID="second", JOBS_PREFETCH="3")
+        try:
+            wait_for(
+                lambda: [client.get_job(i)["status"] for i in ids] == ["succeeded"] * 4,
+                40,
+                "every job to succeed",
+            )
+        finally:
+            second.send_signal(signal.SIGTERM)
+            second.wait(20)
+        jobs = [client.get_job(i) for i in ids]
+    for job in jobs:
+        assert [a["outcome"] for a in job["attempts"]] == ["lease_expired", "succeeded"]
+        assert [a["worker_id"] for a in job["attempts"]] == ["first", "second"]
+    done = [line for line in lines(log_file) if " done " in line]
+    assert sorted(done) == sorted(f"{name} done 2" for name in names), "each succeeded once"
+    assert second.returncode == 0
+
+
+def test_sigterm_hands_jobs_claimed_ahead_back_at_once(db: str, log_file: Path) -> None:
+    with Client.connect(db) as client:
+        slow = client.enqueue_job("test.sleep", {"log": str(log_file), "name": "slow", "seconds": 4}).job_id
+        rest = [
+            client.enqueue_job("test.sleep", {"log": str(log_file), "name": f"j{i}"}).job_id for i in range(3)
+        ]
+        worker = start_worker(
+            db, JOBS_MAX_GLOBAL_CONCURRENCY="1", JOBS_PREFETCH="3", JOBS_LEASE_TTL_SECONDS="60"
+        )
+        try:
+            wait_for(lambda: client.get_job(slow)["status"] == "running", 20, "the slow job to start")
+            wait_for(
+                lambda: [client.get_job(i)["status"] for i in rest] == ["running"] * 3,
+                20,
+                "three claimed ahead",
+            )
+            worker.send_signal(signal.SIGTERM)
+            # queued again while the slow job still runs out its grace, not after 60 s leases
+            wait_for(
+                lambda: [client.get_job(i)["status"] for i in rest] == ["queued"] * 3, 3, "the hand-back"
+            )
+            assert worker.poll() is None
+            assert worker.wait(20) == 0
+        finally:
+            stop(worker)
+        assert client.get_job(slow)["status"] == "succeeded"
+        assert [(client.get_job(i)["attempt"], client.get_job(i)["attempts"]) for i in rest] == [(0, [])] * 3
+    assert lines(log_file) == ["slow start 1", "slow done 1"]
+
+
 def test_sigterm_lets_running_jobs_finish_and_claims_nothing_more(db: str, log_file: Path) -> None:
     with Client.connect(db) as client:
         ids = [

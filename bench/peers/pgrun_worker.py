@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -51,6 +52,8 @@ def settings(concurrency: int, poll_s: float | None = None) -> dict[str, Any]:
         "loops": "worker + reaper (pgrun.runner.default_loops)",
         "JOBS_MAX_GLOBAL_CONCURRENCY": concurrency,
         "JOBS_CLAIM_BATCH_SIZE": concurrency,
+        "JOBS_ASYNC_CLAIMS": cfg.async_claims,
+        "JOBS_PREFETCH": cfg.prefetch_limit,
         "flush": "complete_jobs 2 ms after the first buffered outcome (pgrun.worker.FLUSH_DELAY)",
         "notify": f"LISTEN pgrun_jobs; poll fallback JOBS_POLL_INTERVAL_MS={cfg.poll_interval_ms}",
         "poll_interval_s": cfg.poll_interval_ms / 1000,
@@ -62,11 +65,17 @@ def config(concurrency: int, dsn: str = "", poll_s: float | None = None) -> Any:
     from pgrun.config import Config
 
     poll = {} if poll_s is None else {"poll_interval_ms": round(poll_s * 1000)}
+    # JOBS_PREFETCH in the environment: an A/B of the local queue (unset: the default)
+    prefetch = os.environ.get("JOBS_PREFETCH", "").strip()
+    # JOBS_ASYNC_CLAIMS=0 in the environment: durable claims and heartbeats (an A/B)
+    async_claims = os.environ.get("JOBS_ASYNC_CLAIMS", "").strip().lower() not in ("0", "false", "no", "off")
     return Config(
         database_url=dsn,
         worker_id="bench-worker",
         max_global_concurrency=concurrency,
         claim_batch_size=concurrency,
+        async_claims=async_claims,
+        prefetch=int(prefetch) if prefetch else None,
         **poll,
     )
 

@@ -60,6 +60,8 @@ AS $$
         ('list_schedules', '{admin,producer,reader}'),
         ('queue_depth', '{admin,producer,reader}'),
         ('job_metrics', '{admin,producer,reader}'),
+        ('dashboard_overview', '{admin,producer,reader}'),
+        ('get_job_history', '{admin,producer,reader}'),
         ('count_jobs', '{admin,producer,reader}'),
         -- the worker's lease machine, the reaper and the scheduler
         ('claim_jobs', '{admin,worker}'),
@@ -71,6 +73,7 @@ AS $$
         ('fail_job', '{admin,worker}'),
         ('fail_jobs', '{admin,worker}'),
         ('continue_job', '{admin,worker}'),
+        ('release_jobs', '{admin,worker}'),
         ('reap_expired_leases', '{admin,worker}'),
         ('claim_due_schedules', '{admin,worker}'),
         ('fire_schedule', '{admin,worker}'),

@@ -9,7 +9,9 @@
 -- jobs row itself; job_attempts shows it, and the write that ends the attempt records it on
 -- the event it writes anyway (outcome, step, lease token, start): no attempt row of its own.
 -- max_attempts is the budget of the job's current step: the one continue_job gave it
--- (step_max_attempts), else the job's.
+-- (step_max_attempts), else the job's. run_at is when the job became due and started_at
+-- the claim's time (both on the database clock): started_at - run_at is how long a ready
+-- job waited, what a worker's start-latency metric reports.
 --
 -- Paused job types are not claimed. A job type with max_concurrency never has more
 -- running jobs than the cap, however many claimers run at once:
@@ -60,7 +62,9 @@ RETURNS TABLE (
     progress jsonb,
     organization_id uuid,
     workflow_run_id uuid,
-    workflow_step_key text
+    workflow_step_key text,
+    run_at timestamptz,
+    started_at timestamptz
 )
 LANGUAGE plpgsql
 VOLATILE
@@ -220,7 +224,7 @@ BEGIN
     SELECT
         c.id, c.job_type, c.queue, c.priority, c.payload, c.attempt, c.max_attempts,
         c.lease_token, c.lease_expires_at, c.timeout_seconds, c.step, c.state, c.progress,
-        c.organization_id, c.workflow_run_id, c.workflow_step_key
+        c.organization_id, c.workflow_run_id, c.workflow_step_key, c.run_at, v_now
     FROM claimed AS c
     ORDER BY c.priority, c.run_at, c.id;
 END;
@@ -235,7 +239,8 @@ COMMENT ON FUNCTION pgrun.claim_jobs(text, integer, integer, text[], text[]) IS
 'total_attempts go up by one (job_attempts shows the running attempt), and one claimed event is '
 'written. Returns one '
 'row per claimed job, in claim order, with what the handler needs (payload, attempt, max_attempts: the '
-'step''s budget when continue_job set one, step, state, progress, the lease). Never waits on a lock held by another claimer. '
+'step''s budget when continue_job set one, step, state, progress, the lease, run_at: when it became due, '
+'started_at: the claim''s time). Never waits on a lock held by another claimer. '
 'A worker role limited to queues or job types claims inside its scope (NULL filters = the scope). '
 'Errors: job.invalid_worker_id, job.invalid_lease_seconds, job.invalid_max_jobs (RQ003); '
 'access.queue_denied, access.job_type_denied (42501: a filter outside the role''s scope).';

@@ -44,22 +44,36 @@ STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
+    -- The two statuses are read apart: each branch walks its partial index (jobs_claim_idx,
+    -- jobs_lease_idx). One "status IN (...)" filter was planned as a scan of the whole table
+    -- (0.31 s with a million finished jobs).
+    WITH open_jobs AS (
+        SELECT j.queue, j.job_type, j.status, j.run_at
+        FROM pgrun.jobs AS j
+        CROSS JOIN pgrun._caller_scope(queue_depth.organization_id) AS c
+        WHERE j.status = 'queued'
+            AND pgrun._in_scope(j.organization_id, c.all_organizations, c.organization_ids, c.untenanted)
+        UNION ALL
+        SELECT j.queue, j.job_type, j.status, j.run_at
+        FROM pgrun.jobs AS j
+        CROSS JOIN pgrun._caller_scope(queue_depth.organization_id) AS c
+        WHERE j.status = 'running'
+            AND pgrun._in_scope(j.organization_id, c.all_organizations, c.organization_ids, c.untenanted)
+    )
+
     SELECT
-        j.queue,
-        j.job_type,
-        count(*) FILTER (WHERE j.status = 'queued' AND j.run_at <= pgrun.now()),
-        count(*) FILTER (WHERE j.status = 'queued' AND j.run_at > pgrun.now()),
-        count(*) FILTER (WHERE j.status = 'running'),
-        pgrun.now() - min(j.run_at) FILTER (WHERE j.status = 'queued' AND j.run_at <= pgrun.now()),
+        o.queue,
+        o.job_type,
+        count(*) FILTER (WHERE o.status = 'queued' AND o.run_at <= pgrun.now()),
+        count(*) FILTER (WHERE o.status = 'queued' AND o.run_at > pgrun.now()),
+        count(*) FILTER (WHERE o.status = 'running'),
+        pgrun.now() - min(o.run_at) FILTER (WHERE o.status = 'queued' AND o.run_at <= pgrun.now()),
         coalesce(bool_or(rc.paused), FALSE),
         max(rc.max_concurrency)
-    FROM pgrun.jobs AS j
-    CROSS JOIN pgrun._caller_scope(queue_depth.organization_id) AS c
-    LEFT JOIN pgrun.job_runtime_configs AS rc ON j.job_type = rc.job_type
-    WHERE j.status IN ('queued', 'running')
-        AND pgrun._in_scope(j.organization_id, c.all_organizations, c.organization_ids, c.untenanted)
-    GROUP BY j.queue, j.job_type
-    ORDER BY j.queue, j.job_type
+    FROM open_jobs AS o
+    LEFT JOIN pgrun.job_runtime_configs AS rc ON o.job_type = rc.job_type
+    GROUP BY o.queue, o.job_type
+    ORDER BY o.queue, o.job_type
 $$;
 
 COMMENT ON FUNCTION pgrun.queue_depth(uuid) IS

@@ -7,12 +7,16 @@ import importlib
 import json
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
@@ -24,8 +28,16 @@ from pgrun.app import App
 from pgrun.client import Client
 from pgrun.errors import PgrunError
 from pgrun.reaper import PURGE_BATCH
-from pgrun.results import ScheduleSummary
+from pgrun.results import JsonObject, ScheduleSummary
 from pgrun.server import EmbeddedServer, ServerError
+
+if TYPE_CHECKING:
+    from pgrun.config import Config
+    from pgrun.metrics import NoMetrics
+
+#: The most jobs one enqueue_jobs call takes (job.batch_too_large beyond), and the largest
+#: purge batch purge_finished_jobs takes (job.invalid_max_jobs beyond).
+ENQUEUE_JOBS_LIMIT = 100_000
 
 # A password in a command-line argument is visible to every user of the machine (ps).
 _URL_HELP = "defaults to $DATABASE_URL; keep passwords out of it (DATABASE_URL or ~/.pgpass instead)"
@@ -56,9 +68,20 @@ def _has_password(url: str) -> bool:
         return False  # not a connection string at all: connecting will say so
 
 
+def _progress(command: str) -> Callable[[str], None]:
+    """A progress line on stderr: the command, the seconds since it started, the news."""
+    started = time.monotonic()
+
+    def report(news: str) -> None:
+        print(f"pgrun {command}: [{time.monotonic() - started:.1f} s] {news}", file=sys.stderr, flush=True)
+
+    return report
+
+
 def cmd_migrate(args: argparse.Namespace) -> int:
     log: list[str] = []
     warnings: list[str] = []
+    report = _progress("migrate")
     try:
         applied = migrations.migrate(
             _database_url(args),
@@ -66,6 +89,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
             prefix=args.role_prefix,
             lock_timeout=args.lock_timeout,
             warnings=warnings,
+            progress=lambda label: report(f"applying {label}"),
         )
     except migrations.MigrationError as exc:
         print(f"pgrun migrate: {exc}", file=sys.stderr)
@@ -178,8 +202,15 @@ def cmd_worker(args: argparse.Namespace) -> int:
     overrides: dict[str, object] = {"database_url": _database_url(args)}
     if args.concurrency is not None:
         overrides["max_global_concurrency"] = args.concurrency
+    if args.metrics_port is not None:
+        overrides["metrics_port"] = args.metrics_port
+    if args.metrics_host is not None:
+        overrides["metrics_host"] = args.metrics_host
+    if args.metrics_queue_depth:
+        overrides["metrics_queue_depth"] = True
     config = config.with_overrides(**overrides)
     app = load_app(args.app, args.app_dir)
+    worker_metrics = _start_metrics(config)
     if not args.no_scheduler:
         # the cron scheduler runs on every worker host unless told not to (pgrun.scheduler)
         from pgrun.scheduler import loop_factory
@@ -192,8 +223,41 @@ def cmd_worker(args: argparse.Namespace) -> int:
         queues=args.queue or None,
         reaper=not args.no_reaper,
         exclude=("scheduler",) if args.no_scheduler else (),
+        metrics=worker_metrics,
     )
     return runner.run(app, config, loops)
+
+
+def _start_metrics(config: Config) -> NoMetrics:
+    """The worker's metrics and their HTTP endpoint when a metrics port is set (else the no-op
+    hooks). One line and exit 1 when prometheus_client is missing or the port is taken."""
+    from pgrun import metrics
+
+    if config.metrics_port is None:
+        if config.metrics_queue_depth:
+            logging.getLogger("pgrun.metrics").warning(
+                "--metrics-queue-depth without --metrics-port (JOBS_METRICS_PORT): nothing served"
+            )
+        return metrics.NO_METRICS
+    try:
+        worker_metrics = metrics.WorkerMetrics()
+        metrics.add_process_collectors(worker_metrics.registry)
+        if config.metrics_queue_depth:
+            worker_metrics.registry.register(metrics.QueueDepthCollector(config.database_url))
+        metrics.serve(worker_metrics.registry, config.metrics_port, config.metrics_host)
+    except metrics.MetricsUnavailable as exc:
+        raise SystemExit(f"pgrun worker: {exc}") from None
+    except OSError as exc:
+        raise SystemExit(
+            f"pgrun worker: cannot serve metrics on {config.metrics_host}:{config.metrics_port}: {exc}"
+        ) from None
+    logging.getLogger("pgrun.metrics").info(
+        "metrics at http://%s:%d/metrics%s",
+        config.metrics_host,
+        config.metrics_port,
+        " (with queue depth)" if config.metrics_queue_depth else "",
+    )
+    return worker_metrics
 
 
 def _client(args: argparse.Namespace) -> Client:
@@ -225,7 +289,27 @@ def _json_arg(text: str | None) -> object:
         raise SystemExit(f"pgrun: not valid JSON: {text!r} ({exc})") from exc
 
 
+#: The enqueue options that describe one job: not allowed with --from-file.
+_ONE_JOB_OPTIONS = {
+    "payload": "--payload",
+    "queue": "--queue",
+    "priority": "--priority",
+    "delay": "--delay",
+    "max_attempts": "--max-attempts",
+    "timeout": "--timeout",
+    "key": "--key",
+}
+
+
 def _enqueue(client: Client, args: argparse.Namespace) -> int:
+    if args.from_file is not None:
+        given = [flag for name, flag in _ONE_JOB_OPTIONS.items() if getattr(args, name) is not None]
+        if args.job_type is not None or given:
+            what = ", ".join(["TYPE"] * (args.job_type is not None) + given)
+            raise SystemExit(f"pgrun enqueue: --from-file takes each job from its line; drop {what}")
+        return _enqueue_file(client, args)
+    if args.job_type is None:
+        raise SystemExit("pgrun enqueue: name a job type, or give --from-file FILE.jsonl")
     job = client.enqueue_job(
         args.job_type,
         _json_arg(args.payload),  # type: ignore[arg-type]
@@ -241,12 +325,160 @@ def _enqueue(client: Client, args: argparse.Namespace) -> int:
     return 0
 
 
-def _status(client: Client, args: argparse.Namespace) -> int:
-    org = args.organization
-    print(
-        display.status_table(client.queue_depth(organization_id=org), client.job_metrics(organization_id=org))
-    )
+_ELEMENT = re.compile(r"^element (\d+): ")
+
+
+def _lines(first: int, last: int) -> str:
+    return f"line {first}" if first == last else f"lines {first}-{last}"
+
+
+def _read_jsonl(handle: Any, organization: str | None) -> Iterator[tuple[int, JsonObject | str]]:
+    """(line number, job) for each non-blank line; (line number, why) for a line that is not a
+    JSON object. --organization fills organization_id where a line has none."""
+    for number, line in enumerate(handle, 1):
+        text = line.strip()
+        if not text:
+            continue
+        try:
+            job = json.loads(text)
+        except json.JSONDecodeError as exc:
+            yield number, f"not valid JSON ({exc.msg} at column {exc.colno})"
+            continue
+        if not isinstance(job, dict):
+            yield number, f"a JSON {type(job).__name__}, not an object with enqueue_job's keys"
+            continue
+        if organization is not None and "organization_id" not in job:
+            job["organization_id"] = organization
+        yield number, job
+
+
+def _enqueue_file(client: Client, args: argparse.Namespace) -> int:
+    """One job per line, sent through enqueue_jobs in chunks of --chunk-size lines; each chunk
+    is one statement, so one transaction: it lands whole or not at all. The first bad line
+    (not JSON, or refused by the server) stops the run; the chunks before it stay enqueued."""
+    report = _progress("enqueue")
+    path = args.from_file
+    sent = created = 0
+    landed_through = 0  # the last line of the last chunk that landed
+
+    def summary() -> str:
+        if not sent:
+            return "nothing was enqueued"
+        existing = sent - created
+        return (
+            f"lines 1-{landed_through} landed: {sent} job(s), {created} new, {existing} existing (same key)"
+        )
+
+    def stop(number: int | None, why: str, hint: str | None = None) -> int:
+        where = f"line {number}: " if number is not None else ""
+        print(f"pgrun enqueue: {path}: {where}{why}", file=sys.stderr)
+        if hint:
+            print(f"hint: {hint}", file=sys.stderr)
+        after = f"; nothing from line {landed_through + 1} on was enqueued" if sent else ""
+        print(f"pgrun enqueue: {summary()}{after}", file=sys.stderr)
+        return 1
+
+    def send(chunk: list[tuple[int, JsonObject]]) -> int | None:
+        nonlocal sent, created, landed_through
+        try:
+            items = client.enqueue_jobs([job for _, job in chunk])
+        except PgrunError as exc:
+            detail = exc.detail or ""
+            match = _ELEMENT.match(detail)
+            if match and 1 <= int(match.group(1)) <= len(chunk):
+                number = chunk[int(match.group(1)) - 1][0]
+                why = f"{exc.code}: {detail[match.end() :]}" if detail[match.end() :] else exc.code
+                return stop(number, why, exc.hint)
+            lines = _lines(chunk[0][0], chunk[-1][0])
+            return stop(None, f"{lines} refused: {exc.describe()}", exc.hint)
+        sent += len(items)
+        created += sum(1 for item in items if item.created)
+        landed_through = chunk[-1][0]
+        report(f"{_lines(chunk[0][0], landed_through)}: {len(items)} job(s) enqueued ({sent} so far)")
+        return None
+
+    try:
+        handle = sys.stdin if path == "-" else open(path, encoding="utf-8")  # noqa: SIM115
+    except OSError as exc:
+        raise SystemExit(f"pgrun enqueue: cannot read {path}: {exc.strerror or exc}") from None
+    with handle:
+        chunk: list[tuple[int, JsonObject]] = []
+        try:
+            for number, job in _read_jsonl(handle, args.organization):
+                if isinstance(job, str):
+                    return stop(number, job)
+                chunk.append((number, job))
+                if len(chunk) == args.chunk_size:
+                    failed = send(chunk)
+                    if failed is not None:
+                        return failed
+                    chunk = []
+        except UnicodeDecodeError as exc:
+            return stop(None, f"not UTF-8 text ({exc.reason} at byte {exc.start} of a read)")
+        if chunk:
+            failed = send(chunk)
+            if failed is not None:
+                return failed
+    print(f"enqueued {sent} job(s) from {path} ({created} new, {sent - created} existing)")
     return 0
+
+
+def _status_text(client: Client, args: argparse.Namespace) -> str:
+    org = args.organization
+    return display.status_table(
+        client.queue_depth(organization_id=org), client.job_metrics(organization_id=org)
+    )
+
+
+def _status(client: Client, args: argparse.Namespace) -> int:
+    if not args.watch:
+        print(_status_text(client, args))
+        return 0
+    return _watch(lambda: _status_text(client, args), args.interval)
+
+
+#: Home the cursor and clear the screen (ANSI): between --watch frames, on a terminal only.
+CLEAR_SCREEN = "\x1b[H\x1b[2J"
+
+
+def _watch(render: Callable[[], str], interval: float) -> int:
+    """Print ``render()`` every ``interval`` seconds until Ctrl-C (exit 0). On a terminal
+    each frame replaces the last; piped, frames follow each other, a blank line apart."""
+    out = sys.stdout
+    tty = out.isatty()
+    first = True
+    try:
+        while True:
+            frame = render()  # read before clearing: the screen never sits empty
+            stamp = datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
+            header = f"pgrun status  {stamp}  (every {interval:g} s; Ctrl-C to stop)"
+            prefix = CLEAR_SCREEN if tty else ("" if first else "\n")
+            out.write(f"{prefix}{header}\n{frame}\n")
+            out.flush()
+            first = False
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        return 0
+
+
+def _interval(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0.1 <= seconds <= 86_400:
+        raise argparse.ArgumentTypeError(f"{text} is outside 0.1 .. 86400 seconds")
+    return seconds
+
+
+def _chunk_size(text: str) -> int:
+    try:
+        size = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 1 <= size <= ENQUEUE_JOBS_LIMIT:
+        raise argparse.ArgumentTypeError(f"{text} is outside 1 .. {ENQUEUE_JOBS_LIMIT}")
+    return size
 
 
 def _jobs(client: Client, args: argparse.Namespace) -> int:
@@ -304,14 +536,18 @@ def _requeue(client: Client, args: argparse.Namespace) -> int:
 
 def _purge(client: Client, args: argparse.Namespace) -> int:
     """Retention, in batches until one comes back short (an admin's right: docs/security.md)."""
-    total = 0
+    report = _progress("purge")
+    total = batches = 0
     while True:
         deleted = client.purge_finished_jobs(
-            args.older_than * 3600, max_jobs=PURGE_BATCH, organization_id=args.organization
+            args.older_than * 3600, max_jobs=args.batch_size, organization_id=args.organization
         )
         total += deleted
-        if deleted < PURGE_BATCH:
+        batches += 1
+        if deleted < args.batch_size:
             break
+        # a full batch: there may be more, and each batch is its own transaction
+        report(f"batch {batches}: {deleted} deleted ({total} so far); next batch")
     print(f"purged {total} finished job(s) older than {args.older_than:g} hour(s)")
     return 0
 
@@ -472,10 +708,41 @@ def add_operation_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
         help="do not run the cron scheduler loop here (nor upsert the app's @app.periodic schedules)",
     )
     p.add_argument("--log-level", default="info", help="debug, info (default), warning, error")
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        help="serve Prometheus metrics on this port (overrides JOBS_METRICS_PORT; needs the "
+        "pgrun[dashboard] extra; docs/metrics.md)",
+    )
+    p.add_argument(
+        "--metrics-host", help="the address the metrics endpoint binds (default 127.0.0.1, JOBS_METRICS_HOST)"
+    )
+    p.add_argument(
+        "--metrics-queue-depth",
+        action="store_true",
+        help="also serve the queue-depth gauges read from the database at each scrape "
+        "(JOBS_METRICS_QUEUE_DEPTH); turn it on for ONE worker only",
+    )
     p.set_defaults(func=cmd_worker)
 
-    p = _client_command(sub, "enqueue", _enqueue, "enqueue one job")
-    p.add_argument("job_type")
+    p = _client_command(
+        sub, "enqueue", _enqueue, "enqueue one job, or (--from-file) one job per line of a JSON-lines file"
+    )
+    p.add_argument("job_type", nargs="?", help="the job type (not with --from-file)")
+    p.add_argument(
+        "--from-file",
+        metavar="FILE",
+        help="a JSON-lines file (- for stdin): one object per line with enqueue_job's keys (job_type, "
+        "payload, queue, priority, run_at, delay, max_attempts, timeout_seconds, idempotency_key, "
+        "organization_id); blank lines are skipped. Sent in chunks of --chunk-size lines, each chunk one "
+        "transaction; the first bad line stops the run and the chunks before it stay enqueued",
+    )
+    p.add_argument(
+        "--chunk-size",
+        type=_chunk_size,
+        default=1000,
+        help="lines per enqueue_jobs call with --from-file (default 1000)",
+    )
     p.add_argument("--payload", help="a JSON object")
     p.add_argument("--queue")
     p.add_argument("--priority", type=int)
@@ -484,7 +751,17 @@ def add_operation_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
     p.add_argument("--timeout", type=int, help="seconds")
     p.add_argument("--key", help="idempotency key")
 
-    _client_command(sub, "status", _status, "queues: depth, running, dead, rates (last 5 minutes)")
+    p = _client_command(sub, "status", _status, "queues: depth, running, dead, rates (last 5 minutes)")
+    p.add_argument(
+        "--watch", action="store_true", help="refresh until Ctrl-C (the screen is redrawn on a terminal)"
+    )
+    p.add_argument(
+        "--interval",
+        type=_interval,
+        default=2.0,
+        help="seconds between refreshes with --watch (default 2; each reads job_metrics, which scans "
+        "the jobs table)",
+    )
 
     p = _client_command(
         sub,
@@ -532,6 +809,12 @@ def add_operation_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
     p.add_argument(
         "--older-than", type=float, default=168, help="hours since the job finished (default 168: 7 days)"
     )
+    p.add_argument(
+        "--batch-size",
+        type=_chunk_size,
+        default=PURGE_BATCH,
+        help=f"jobs deleted per call, each call one transaction (default {PURGE_BATCH})",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -575,6 +858,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_dev)
 
     add_operation_commands(sub)
+    # `pgrun dashboard` (docs/dashboard.md): its own module; the web stack loads only when it runs
+    from pgrun.dashboard.cli import add_dashboard_command
+
+    add_dashboard_command(sub, _database_url, _URL_HELP)
     return parser
 
 

@@ -273,6 +273,13 @@ def _complete_jobs(completions: Sequence[tuple[Id, Id, Json]]) -> Call[list[Batc
     return _all(q.COMPLETE_JOBS, params, BatchOutcome)
 
 
+def _release_jobs(leases: Sequence[tuple[Id, Id]]) -> Call[list[BatchOutcome]]:
+    params: dict[str, Any] = dict(
+        job_ids=[lease[0] for lease in leases], lease_tokens=[lease[1] for lease in leases]
+    )
+    return _all(q.RELEASE_JOBS, params, BatchOutcome)
+
+
 def _fail_job(
     job_id: Id,
     lease_token: Id,
@@ -711,6 +718,11 @@ class Client:
     def complete_jobs(self, completions: Sequence[tuple[Id, Id, Json]]) -> list[BatchOutcome]:
         """Complete (job_id, lease_token, result) triples (pgrun.complete_jobs), in order."""
         return self._run(_complete_jobs(completions))
+
+    def release_jobs(self, leases: Sequence[tuple[Id, Id]]) -> list[BatchOutcome]:
+        """Hand claimed, never started (job_id, lease_token) jobs back to the queue
+        (pgrun.release_jobs); one outcome per job, in order: released, cancelled or lease_lost."""
+        return self._run(_release_jobs(leases))
 
     def fail_job(
         self,
@@ -1195,6 +1207,11 @@ class AsyncClient:
     async def complete_jobs(self, completions: Sequence[tuple[Id, Id, Json]]) -> list[BatchOutcome]:
         """Complete (job_id, lease_token, result) triples (pgrun.complete_jobs), in order."""
         return await self._run(_complete_jobs(completions))
+
+    async def release_jobs(self, leases: Sequence[tuple[Id, Id]]) -> list[BatchOutcome]:
+        """Hand claimed, never started (job_id, lease_token) jobs back to the queue
+        (pgrun.release_jobs); one outcome per job, in order: released, cancelled or lease_lost."""
+        return await self._run(_release_jobs(leases))
 
     async def fail_job(
         self,

@@ -10,12 +10,17 @@ the nearest safe value (out of range), with a warning that names the variable.
 | JOBS_CLAIM_BATCH_SIZE | 10 | 1 .. 1000 |
 | JOBS_LEASE_TTL_SECONDS | 30 | 10 .. 86400 |
 | JOBS_MAX_GLOBAL_CONCURRENCY | 10 | 1 .. 10000 |
+| JOBS_PREFETCH | unset: the concurrency (at most 1000) | 0 .. 1000; 0 = claim only for free slots |
 | JOBS_REAPER_INTERVAL_SECONDS | 10 | 1 .. 3600 |
 | JOBS_SCHEDULE_POLL_INTERVAL_SECONDS | 5 | 1 .. 3600 |
 | JOBS_REAPER_RETRY_DELAY_MS | unset: each job type's backoff | 0 .. 86400000 (0 = retry at once) |
 | JOBS_RETENTION_HOURS | 168 (7 days) | 0 .. 876000; 0 = never purge |
 | JOBS_SHUTDOWN_GRACE_SECONDS | 30 | 0 .. 86400 |
 | JOBS_STORE_TRACEBACKS | false | true/false (1/0, yes/no, on/off) |
+| JOBS_METRICS_PORT | unset: no metrics endpoint | 1 .. 65535 |
+| JOBS_METRICS_HOST | 127.0.0.1 | the address the metrics endpoint binds |
+| JOBS_METRICS_QUEUE_DEPTH | false | true/false: this worker also serves the queue-depth gauges |
+| JOBS_ASYNC_CLAIMS | true | true/false: claims and heartbeats commit without waiting for the WAL flush |
 """
 
 from __future__ import annotations
@@ -37,6 +42,11 @@ class Config:
     claim_batch_size: int = 10
     lease_ttl_seconds: int = 30
     max_global_concurrency: int = 10
+    #: How many jobs the worker claims ahead of its free slots and holds, not started, in a
+    #: local queue (heartbeated like running ones), so a freed slot starts the next job
+    #: without a claim round trip. None: as many as max_global_concurrency; 0: claim only for
+    #: free slots. Prefetched jobs are out of other workers' reach until started or handed back.
+    prefetch: int | None = None
     reaper_interval_seconds: int = 10
     schedule_poll_interval_seconds: int = 5
     #: The retry delay the reaper passes for expired leases; None: each job type's backoff.
@@ -46,10 +56,25 @@ class Config:
     #: Store a crashed handler's whole traceback as its error message (default: the exception's
     #: type and clipped text only; the traceback always goes to the worker's log).
     store_tracebacks: bool = False
+    #: Serve Prometheus metrics on this port (docs/metrics.md); None: no endpoint.
+    metrics_port: int | None = None
+    metrics_host: str = "127.0.0.1"
+    #: Also read queue_depth() for the metrics endpoint: turn it on for one worker only.
+    metrics_queue_depth: bool = False
+    #: Claims and heartbeats commit with synchronous_commit = off (docs/lease-machine.md,
+    #: "Durability"): a claim-run-complete cycle waits for one WAL flush (the outcomes')
+    #: instead of two; a claim lost in a server crash leaves its job queued, to run again.
+    #: Enqueues and outcomes stay durable either way.
+    async_claims: bool = True
 
     @property
     def poll_interval(self) -> float:
         return self.poll_interval_ms / 1000
+
+    @property
+    def prefetch_limit(self) -> int:
+        """How many claimed, not started jobs the worker holds at most (``prefetch``)."""
+        return min(self.max_global_concurrency, 1000) if self.prefetch is None else self.prefetch
 
     @property
     def heartbeat_interval(self) -> float:
@@ -67,15 +92,21 @@ _INTEGERS: tuple[tuple[str, str, int, int], ...] = (
     ("JOBS_CLAIM_BATCH_SIZE", "claim_batch_size", 1, 1000),
     ("JOBS_LEASE_TTL_SECONDS", "lease_ttl_seconds", 10, 86_400),
     ("JOBS_MAX_GLOBAL_CONCURRENCY", "max_global_concurrency", 1, 10_000),
+    ("JOBS_PREFETCH", "prefetch", 0, 1000),
     ("JOBS_REAPER_INTERVAL_SECONDS", "reaper_interval_seconds", 1, 3600),
     ("JOBS_SCHEDULE_POLL_INTERVAL_SECONDS", "schedule_poll_interval_seconds", 1, 3600),
     ("JOBS_REAPER_RETRY_DELAY_MS", "reaper_retry_delay_ms", 0, 86_400_000),
     ("JOBS_RETENTION_HOURS", "retention_hours", 0, 876_000),
     ("JOBS_SHUTDOWN_GRACE_SECONDS", "shutdown_grace_seconds", 0, 86_400),
+    ("JOBS_METRICS_PORT", "metrics_port", 1, 65_535),
 )
 _MAX_WORKER_ID = 200
 # variable, field
-_BOOLEANS: tuple[tuple[str, str], ...] = (("JOBS_STORE_TRACEBACKS", "store_tracebacks"),)
+_BOOLEANS: tuple[tuple[str, str], ...] = (
+    ("JOBS_STORE_TRACEBACKS", "store_tracebacks"),
+    ("JOBS_METRICS_QUEUE_DEPTH", "metrics_queue_depth"),
+    ("JOBS_ASYNC_CLAIMS", "async_claims"),
+)
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
 
@@ -132,5 +163,8 @@ def from_env(environ: Mapping[str, str] | None = None) -> Config:
             default = getattr(defaults, attr)
             log.warning("%s=%r is not true or false (1/0, yes/no, on/off); using %s", name, raw, default)
     values["worker_id"] = env.get("JOBS_WORKER_ID", "")
+    host = env.get("JOBS_METRICS_HOST", "").strip()
+    if host:
+        values["metrics_host"] = host
     values["database_url"] = env.get("DATABASE_URL", "")
     return _clamped(replace(defaults, **values))  # type: ignore[arg-type]

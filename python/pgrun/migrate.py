@@ -37,7 +37,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -435,13 +435,15 @@ def migrate(
     prefix: str | None = None,
     lock_timeout: float | None = None,
     warnings: list[str] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> list[str]:
     """Apply what is missing; return the labels applied (empty when up to date).
 
     ``prefix`` names pgrun's group roles on a first install (default ``pgrun``; also
     ``PGRUN_ROLE_PREFIX``); on a database that has them it must match the recorded one.
     ``lock_timeout`` (seconds, see ``lock_timeout_seconds``) bounds the wait for the
-    migration lock. ``warnings``, when given, receives the risks ``check_schema`` warns of."""
+    migration lock. ``warnings``, when given, receives the risks ``check_schema`` warns of.
+    ``progress``, when given, is called with each migration's label before it is applied."""
     code = all_migrations()
     applied: list[str] = []
     wanted_prefix = role_prefix(prefix)
@@ -480,6 +482,8 @@ def migrate(
                         if log is not None:
                             log.append(f"applied {changes} privilege change(s) (docs/security.md)")
                     break
+                if progress is not None:
+                    progress(due.label)
                 _apply(conn, due, history_exists=history is not None)
             applied.append(due.label)
             if log is not None:

@@ -65,6 +65,12 @@ SELECT job_id, outcome, NULL::timestamptz AS run_at, lost_reason FROM pgrun.comp
                      ORDER BY n))
 """
 
+RELEASE_JOBS: Final = """
+SELECT job_id, outcome, NULL::timestamptz AS run_at, lost_reason FROM pgrun.release_jobs(
+    job_ids => %(job_ids)s::uuid[],
+    lease_tokens => %(lease_tokens)s::uuid[])
+"""
+
 FAIL_JOB: Final = """
 SELECT * FROM pgrun.fail_job(
     job_id => %(job_id)s::uuid,

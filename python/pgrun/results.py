@@ -65,6 +65,10 @@ class ClaimedJob:
     organization_id: UUID | None
     workflow_run_id: UUID | None
     workflow_step_key: str | None
+    #: When the job became due (its run_at) and when this claim took it, both on the
+    #: database's clock: ``started_at - run_at`` is how long it waited while ready.
+    run_at: datetime
+    started_at: datetime
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from psycopg_pool import AsyncConnectionPool
 from pgrun.app import App, Loop
 from pgrun.client import AsyncClient, configure_async_connection
 from pgrun.config import Config
+from pgrun.metrics import NO_METRICS, NoMetrics
 from pgrun.reaper import Reaper
 from pgrun.worker import Worker
 
@@ -35,12 +36,14 @@ def default_loops(
     worker: bool = True,
     reaper: bool = True,
     exclude: Sequence[str] = (),
+    metrics: NoMetrics = NO_METRICS,
 ) -> list[tuple[str, LoopBuilder]]:
-    """The loops ``pgrun worker`` runs: worker, reaper, then the app's own (minus ``exclude``)."""
+    """The loops ``pgrun worker`` runs: worker, reaper, then the app's own (minus ``exclude``).
+    ``metrics``: the worker's (pgrun.metrics.WorkerMetrics), or none."""
     built: dict[str, Worker] = {}
 
     def make_worker(client: AsyncClient, config: Config) -> Loop:
-        built["worker"] = Worker(app, client, config, queues=queues)
+        built["worker"] = Worker(app, client, config, queues=queues, metrics=metrics)
         return built["worker"]
 
     def make_reaper(client: AsyncClient, config: Config) -> Loop:

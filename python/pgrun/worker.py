@@ -2,10 +2,17 @@
 
 One ``Worker`` is a handful of asyncio tasks sharing one connection pool:
 
-* **claim loop** (``_claim_loop``) — while there are free slots and jobs may be ready, one
-  ``claim_jobs`` call asks for ``min(free slots, JOBS_CLAIM_BATCH_SIZE)`` jobs; each claimed
-  job gets a handler task. When a claim comes back short the queue is drained: the loop
+* **claim loop** (``_claim_loop``) — while the worker holds fewer jobs than its slots plus
+  ``JOBS_PREFETCH`` (running or waiting to start) and jobs may be ready, one ``claim_jobs``
+  call asks for ``min(room, JOBS_CLAIM_BATCH_SIZE)`` jobs into the **local queue**
+  (``_queue``); a free slot takes the next job from it (``_dispatch``) and runs its handler
+  task, so a freed slot never waits for a claim round trip, and the next claim is in
+  flight while handlers run and outcomes are written. Jobs are started in claim order
+  (priority, run_at, id), so priority order holds within what one worker holds; a job of
+  better priority enqueued later waits for the prefetched ones ahead of it (at most
+  ``JOBS_PREFETCH`` of them). When a claim comes back short the queue is drained: the loop
   sleeps until a NOTIFY, a freed slot after a full claim, or the poll interval.
+  ``JOBS_PREFETCH=0`` claims only for free slots.
 * **listener** (``_listen``) — its own connection, ``LISTEN pgrun_jobs``, blocked in
   ``notifies()``: the enqueue functions notify once per queue per statement, so an idle
   worker wakes within a millisecond or two instead of at its next poll.
@@ -41,13 +48,27 @@ One ``Worker`` is a handful of asyncio tasks sharing one connection pool:
   ``complete_jobs`` reporting a row ``result_too_large`` (nothing written for that job)
   becomes a ``result_too_large`` failure of that job, not retried.
 * **heartbeat** (``_heartbeat_loop``) — every lease/3, one ``heartbeat_jobs`` for every
-  lease this worker holds; a lost lease marks the job lost (its outcome will not be
-  written), a cancel request sets the handler's ``cancelled`` event.
+  lease this worker holds, the local queue's included; a lost lease marks the job lost (its
+  outcome will not be written; a queued job leaves the queue unstarted), a cancel request
+  sets the handler's ``cancelled`` event, or, for a job not started yet, takes it out of the
+  queue and hands it back (``release_jobs`` ends it cancelled).
+
+Durability (``JOBS_ASYNC_CLAIMS``, on by default; docs/lease-machine.md, "Durability"): claims
+and heartbeats go through a small pool of their own whose connections start with
+``synchronous_commit = off`` (``async_commit_pool``), so they do not wait for a WAL flush.
+A claim lost in a server crash leaves its job queued (it runs again, as after a lost lease),
+and the durable write that ends the attempt flushes the claim's WAL first. Completions,
+failures, continuations, progress and log lines use the durable pool the worker was given.
 
 Nothing here decides a job's fate: retry or dead, cancelled or not, lease valid or not —
 the SQL functions answer, and the worker does what the answer says.
 
-Stopping (``stop`` set, e.g. by SIGTERM): claim nothing more, give running handlers
+Metrics (``metrics``, docs/metrics.md): claims, handler run times, flushes and what the SQL
+answered for each outcome are reported to a ``pgrun.metrics.WorkerMetrics``; without
+``--metrics-port`` the worker holds ``NO_METRICS``, whose hooks do nothing.
+
+Stopping (``stop`` set, e.g. by SIGTERM): claim nothing more, hand the jobs waiting in the
+local queue back at once (``release_jobs``: queued again, no attempt spent), give running handlers
 ``JOBS_SHUTDOWN_GRACE_SECONDS`` to finish, write their outcomes, and return. Handlers
 still running after that are abandoned; their leases expire and the reaper retries them.
 """
@@ -62,6 +83,7 @@ import re
 import threading
 import time
 import traceback
+from collections import deque
 from collections.abc import Callable, Iterable
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -70,6 +92,8 @@ from typing import Any, Literal, cast
 from uuid import UUID
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
+from psycopg_pool import AsyncConnectionPool
 
 from pgrun import queries as q
 from pgrun.app import (
@@ -83,9 +107,10 @@ from pgrun.app import (
     SyncHandler,
     SyncJobContext,
 )
-from pgrun.client import AsyncClient, Failure
+from pgrun.client import AsyncClient, Failure, configure_async_connection
 from pgrun.config import Config
 from pgrun.errors import ConflictError, InvalidInputError, LeaseLostError, PgrunError
+from pgrun.metrics import NO_METRICS, NoMetrics
 from pgrun.results import BatchOutcome, ClaimedJob, JsonObject, UndecodableJson
 
 log = logging.getLogger("pgrun.worker")
@@ -124,6 +149,8 @@ class _Running:
     job: ClaimedJob
     cancelled: threading.Event = field(default_factory=threading.Event)
     lost: bool = False
+    #: Claimed but its handler not started yet: it waits in the local queue.
+    waiting: bool = True
 
 
 @dataclass
@@ -171,6 +198,7 @@ class Worker:
         config: Config,
         *,
         queues: Iterable[str] | None = None,
+        metrics: NoMetrics = NO_METRICS,
     ) -> None:
         self.app = app
         self.client = client
@@ -179,6 +207,9 @@ class Worker:
         self.slots = config.max_global_concurrency
         self._leases: dict[UUID, _Running] = {}
         self._handlers: set[asyncio.Task[None]] = set()
+        #: Claimed jobs not started yet, in claim order (their leases are in ``_leases``).
+        self._queue: deque[_Running] = deque()
+        self._prefetch = config.prefetch_limit
         self._buffer: list[_Outcome] = []
         self._buffered = asyncio.Event()
         self._wake = asyncio.Event()
@@ -196,6 +227,12 @@ class Worker:
         # Parked writes may each wait out a lock timeout: they never take more than these
         # connections from the pool, which claims and heartbeats share.
         self._parked_writes = asyncio.Semaphore(PARKED_WRITES)
+        #: pgrun.metrics.WorkerMetrics with --metrics-port, else hooks that do nothing.
+        self._metrics = metrics
+        #: Where claims and heartbeats go: ``client``, or (async_claims) a pool of connections
+        #: that commit without waiting for the WAL flush, opened by ``run``.
+        self._claims = client
+        metrics.watch_buffer(self._unwritten)
 
     # -- public --------------------------------------------------------------------------
 
@@ -208,9 +245,17 @@ class Worker:
     def running_count(self) -> int:
         return len(self._handlers)
 
+    def _unwritten(self) -> int:
+        """Outcomes not written yet: buffered, or parked with their workflow run."""
+        return len(self._buffer) + sum(len(parked) for parked in self._parked.values())
+
     async def run(self, stop: asyncio.Event) -> None:
         """Run until ``stop`` is set, then shut down gracefully (see the module docstring)."""
         await self._register_definitions(stop)
+        claims_pool = async_commit_pool(self.client.pool) if self.config.async_claims else None
+        if claims_pool is not None:
+            await claims_pool.open(wait=False)
+            self._claims = AsyncClient(claims_pool)
         helpers = [
             asyncio.create_task(self._listen(), name="pgrun-listen"),
             asyncio.create_task(self._heartbeat_loop(), name="pgrun-heartbeat"),
@@ -227,6 +272,9 @@ class Worker:
             for task in helpers:
                 task.cancel()
             await asyncio.gather(*helpers, return_exceptions=True)
+            if claims_pool is not None:
+                self._claims = self.client
+                await claims_pool.close()
 
     # -- start-up ------------------------------------------------------------------------
 
@@ -259,11 +307,12 @@ class Worker:
         job_types = sorted(self.app.job_types)
         delay = RETRY_MIN
         while not stop.is_set():
-            free = self.slots - len(self._handlers)
-            if free > 0 and self._maybe_ready:
-                wanted = min(free, self.config.claim_batch_size)
+            room = self.slots + self._prefetch - len(self._handlers) - len(self._queue)
+            if room > 0 and self._maybe_ready:
+                wanted = min(room, self.config.claim_batch_size)
+                started = time.perf_counter()
                 try:
-                    jobs = await self.client.claim_jobs(
+                    jobs = await self._claims.claim_jobs(
                         self.config.worker_id,
                         lease_seconds=self.config.lease_ttl_seconds,
                         max_jobs=wanted,
@@ -276,10 +325,14 @@ class Worker:
                     delay = min(delay * 2, RETRY_MAX)
                     continue
                 delay = RETRY_MIN
+                self._metrics.claimed(jobs, time.perf_counter() - started)
                 # A short claim means the ready set is drained (for us): wait for news.
                 self._maybe_ready = len(jobs) == wanted
                 for job in jobs:
-                    self._start(job)
+                    running = _Running(job)
+                    self._leases[job.job_id] = running
+                    self._queue.append(running)
+                self._dispatch()
                 continue
             # Nothing to do until a NOTIFY, a freed slot or the poll interval.
             self._wake.clear()
@@ -288,16 +341,22 @@ class Worker:
             except TimeoutError:
                 self._maybe_ready = True
 
-    def _start(self, job: ClaimedJob) -> None:
-        running = _Running(job)
-        self._leases[job.job_id] = running
-        task = asyncio.create_task(self._execute(running), name=f"pgrun-job-{job.job_id}")
-        self._handlers.add(task)
-        task.add_done_callback(self._handler_done)
+    def _dispatch(self) -> None:
+        """Start queued jobs while slots are free (none once the worker is stopping: the
+        queued ones are handed back). A job whose lease was lost or that was asked to
+        cancel while it waited is not started (the heartbeat took it out of the queue)."""
+        while self._queue and len(self._handlers) < self.slots and not self._stopping:
+            running = self._queue.popleft()
+            running.waiting = False
+            job = running.job
+            task = asyncio.create_task(self._execute(running), name=f"pgrun-job-{job.job_id}")
+            self._handlers.add(task)
+            task.add_done_callback(self._handler_done)
 
     def _handler_done(self, task: asyncio.Task[None]) -> None:
         self._handlers.discard(task)
-        self._wake.set()  # a slot is free; claims again if the last claim was full
+        self._dispatch()
+        self._wake.set()  # room in the local queue; claims again if the last claim was full
 
     # -- running a handler ---------------------------------------------------------------
 
@@ -313,6 +372,7 @@ class Worker:
             self._buffer.append(self._failure(running, "payload_invalid", undecodable, retryable=False))
             self._buffered.set()
             return
+        started = time.perf_counter()
         try:
             if spec is None:  # claim_jobs only hands out registered types; be safe anyway
                 raise Fail(f"no handler for job type {job.job_type!r} in this worker", retryable=True)
@@ -350,7 +410,8 @@ class Worker:
                 running, str(fail.code), str(fail.message), retryable=fail.retryable, error=fail
             )
         except LeaseLostError:
-            running.lost = True
+            self._metrics.handled(job, time.perf_counter() - started)
+            self._lose(running)
             self._forget(running, "a write under its lease was refused (job.lease_lost)")
             return
         except asyncio.CancelledError:
@@ -367,6 +428,7 @@ class Worker:
             )
             message = _crash_message(exc, full=self.config.store_tracebacks)
             outcome = self._failure(running, "crashed", message, retryable=True, error=exc)
+        self._metrics.handled(job, time.perf_counter() - started)
         if running.lost:
             self._forget(running, "its lease was lost while the handler ran; dropping its outcome")
             return
@@ -405,6 +467,12 @@ class Worker:
             )
         return redacted
 
+    def _lose(self, running: _Running) -> None:
+        """Mark the lease lost (counted once, however many writes learn of it)."""
+        if not running.lost:
+            running.lost = True
+            self._metrics.outcome("lease_lost", running.job)
+
     def _forget(self, running: _Running, why: str) -> None:
         self._leases.pop(running.job.job_id, None)
         log.warning("job %s (%s): %s", running.job.job_id, running.job.job_type, why)
@@ -438,6 +506,7 @@ class Worker:
         if not batch:
             return
         self._flush_idle.clear()
+        started = time.perf_counter()
         try:
             pending = await self._write(batch)
         except Exception:
@@ -449,6 +518,7 @@ class Worker:
             pending = _Pending()
         finally:
             self._flush_idle.set()
+            self._metrics.flushed(time.perf_counter() - started)
         self._park(pending.conflicted)
         if pending.retry:
             self._buffer[:0] = pending.retry
@@ -600,6 +670,7 @@ class Worker:
                 retry_delay=_interval(follow_up.retry_delay),
             )
         except LeaseLostError:
+            self._lose(outcome.running)
             self._forget(outcome.running, "continue_job refused: the lease was lost")
             return
         except Exception as exc:
@@ -615,6 +686,7 @@ class Worker:
                 self._drop(outcome, exc)
             return
         self._leases.pop(job.job_id, None)
+        self._metrics.outcome("continued", job)
         self._wake_at(result.run_at)
 
     def _settle(self, rows: list[BatchOutcome], outcomes: list[_Outcome], pending: _Pending) -> None:
@@ -631,11 +703,16 @@ class Worker:
                 continue
             running = self._leases.pop(row.job_id, None)
             if row.outcome == "lease_lost":
+                if outcome is not None:
+                    self._lose(outcome.running)
                 job_type = running.job.job_type if running else "?"
                 log.warning(
                     "job %s (%s): outcome not written, lease lost (%s)", row.job_id, job_type, row.lost_reason
                 )
-            elif row.outcome == "retry_scheduled":
+                continue
+            if outcome is not None:  # what the SQL answered: succeeded, retry_scheduled, dead, ...
+                self._metrics.outcome(row.outcome, outcome.running.job)
+            if row.outcome == "retry_scheduled":
                 self._wake_at(row.run_at)
 
     # -- outcomes waiting for a workflow run ------------------------------------------------
@@ -723,7 +800,7 @@ class Worker:
             if not held:
                 continue
             try:
-                rows = await self.client.heartbeat_jobs(
+                rows = await self._claims.heartbeat_jobs(
                     self.config.worker_id,
                     [(r.job.job_id, r.job.lease_token) for r in held],
                     lease_seconds=self.config.lease_ttl_seconds,
@@ -733,12 +810,29 @@ class Worker:
                 interval = min(1.0, self.config.heartbeat_interval)
                 continue
             interval = self.config.heartbeat_interval
+            cancelled_waiting: list[_Running] = []
             for row in rows:
                 running = self._leases.get(row.job_id)
                 if running is None:
                     continue
+                if running.waiting and (not row.renewed or row.cancel_requested):
+                    # Not started: take it out of the local queue; never run it.
+                    with suppress(ValueError):
+                        self._queue.remove(running)
+                    running.waiting = False
+                    if not row.renewed:
+                        self._lose(running)
+                        self._forget(running, "lease lost before its handler started; not running it")
+                    else:
+                        log.info(
+                            "job %s (%s): cancel requested before it started",
+                            row.job_id,
+                            running.job.job_type,
+                        )
+                        cancelled_waiting.append(running)
+                    continue
                 if not row.renewed:
-                    running.lost = True
+                    self._lose(running)
                     running.cancelled.set()
                     log.warning(
                         "job %s (%s): lease lost; the handler is told to stop and its writes are dropped",
@@ -748,6 +842,54 @@ class Worker:
                 elif row.cancel_requested and not running.cancelled.is_set():
                     log.info("job %s (%s): cancel requested", row.job_id, running.job.job_type)
                     running.cancelled.set()
+            # release_jobs ends a job with a cancel request cancelled, as the SQL says.
+            await self._hand_back(cancelled_waiting)
+            self._wake.set()  # room in the local queue
+
+    async def _hand_back(self, waiting: list[_Running]) -> None:
+        """Hand claimed jobs whose handlers never started back (``release_jobs``): queued again
+        without spending an attempt, or cancelled when a cancel was requested. A call the
+        server did not answer is sent again for a while; then their leases are let go (they
+        expire, and the reaper decides), so nothing keeps renewing a job no one will run."""
+        if not waiting:
+            return
+        leases = [(r.job.job_id, r.job.lease_token) for r in waiting]
+        deadline = time.monotonic() + max(5.0, self.config.heartbeat_interval)
+        delay = RETRY_MIN
+        while True:
+            try:
+                rows = await self.client.release_jobs(leases)
+                break
+            except Exception as exc:
+                if not _transient(exc) or time.monotonic() + delay > deadline:
+                    log.warning(
+                        "could not hand back %d job(s) not started (%s); their leases will expire",
+                        len(waiting),
+                        _describe(exc),
+                    )
+                    for job_id, _token in leases:
+                        self._leases.pop(job_id, None)
+                    return
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RETRY_MAX)
+        released = 0
+        for row in rows:
+            running = self._leases.pop(row.job_id, None)
+            if running is None:
+                continue
+            if row.outcome == "lease_lost":
+                self._lose(running)
+                log.warning(
+                    "job %s (%s): not handed back, lease lost (%s)",
+                    row.job_id,
+                    running.job.job_type,
+                    row.lost_reason,
+                )
+            else:  # released, or cancelled (a cancel was requested)
+                released += row.outcome == "released"
+                self._metrics.outcome(row.outcome, running.job)
+        if released:
+            log.info("handed %d job(s) not started back to the queue", released)
 
     # -- the NOTIFY listener ---------------------------------------------------------------
 
@@ -781,6 +923,13 @@ class Worker:
 
     async def _shutdown(self) -> None:
         self._stopping = True
+        # Jobs claimed ahead and not started go back to the queue at once (another worker may
+        # take them now), not when their leases would have expired.
+        waiting = list(self._queue)
+        self._queue.clear()
+        for running in waiting:
+            running.waiting = False
+        await self._hand_back(waiting)
         grace = self.config.shutdown_grace_seconds
         if self._handlers:
             log.info("stopping: waiting up to %s s for %d running job(s)", grace, len(self._handlers))
@@ -799,6 +948,33 @@ class Worker:
         unwritten = len(self._buffer) + sum(len(parked) for parked in self._parked.values())
         if unwritten:
             log.warning("exiting with %d unwritten outcome(s); their leases will expire", unwritten)
+
+
+#: Connections of the claims pool: the claim loop's and the heartbeat loop's, and one spare.
+CLAIM_CONNECTIONS = 3
+
+
+def async_commit_pool(pool: Any) -> AsyncConnectionPool | None:
+    """A pool like ``pool`` (same server, user and settings) whose sessions start with
+    ``synchronous_commit = off`` (a startup option, so no statement is sent for it and it
+    cannot leak into another client's session through a pooler); None when ``pool`` is not
+    an AsyncConnectionPool with a static conninfo (the worker then claims on it, durably)."""
+    if not isinstance(pool, AsyncConnectionPool) or callable(pool.conninfo) or callable(pool.kwargs):
+        return None
+    kwargs = dict(pool.kwargs or {})
+    options = kwargs.get("options") or conninfo_to_dict(pool.conninfo or "").get("options") or ""
+    kwargs["options"] = f"{options} -c synchronous_commit=off".strip()
+    kwargs["autocommit"] = True
+    return AsyncConnectionPool(
+        pool.conninfo,
+        min_size=1,
+        max_size=CLAIM_CONNECTIONS,
+        kwargs=kwargs,
+        configure=configure_async_connection,
+        timeout=10,
+        name="pgrun-claims",
+        open=False,
+    )
 
 
 def _transient(exc: BaseException) -> bool:

@@ -32,6 +32,8 @@ INSERT INTO expected VALUES
     ('list_schedules', '{admin,producer,reader}'),
     ('queue_depth', '{admin,producer,reader}'),
     ('job_metrics', '{admin,producer,reader}'),
+    ('dashboard_overview', '{admin,producer,reader}'),
+    ('get_job_history', '{admin,producer,reader}'),
     ('count_jobs', '{admin,producer,reader}'),
     ('claim_jobs', '{admin,worker}'),
     ('heartbeat_jobs', '{admin,worker}'),

@@ -1,0 +1,213 @@
+"""The worker's local queue (JOBS_PREFETCH): jobs claimed ahead of free slots are held under
+heartbeated leases, started in claim order, handed back at shutdown (release_jobs) and
+cancelled without running when a cancel arrives before they start.
+
+Handlers record their starts in a list; the database is read through the public client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import psycopg
+
+from pgrun.app import App, JobContext
+from pgrun.client import Client
+from pgrun.config import Config, from_env
+from pgrun.runner import default_loops, run_loops
+from worker_support import fast_config, finished, run_worker_until, statuses
+
+
+def _app(starts: list[str], seconds: dict[str, float] | None = None) -> App:
+    """One job type, t.named: records payload["name"] when it starts, then sleeps its time."""
+    app = App()
+
+    @app.job("t.named")
+    async def named(ctx: JobContext) -> Any:
+        name = ctx.payload["name"]
+        starts.append(name)
+        await asyncio.sleep((seconds or {}).get(name, float(ctx.payload.get("seconds", 0))))
+        return {"name": name}
+
+    return app
+
+
+def _events(dsn: str, job_id: Any) -> list[str]:
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute("SELECT event FROM pgrun.job_events WHERE job_id = %s ORDER BY id", [job_id])
+        return [row[0] for row in rows]
+
+
+def _enqueue(client: Client, name: str, **options: Any) -> Any:
+    return client.enqueue_job("t.named", {"name": name}, **options).job_id
+
+
+def test_prefetch_is_configured_from_the_environment() -> None:
+    assert Config(max_global_concurrency=7).prefetch_limit == 7  # unset: the concurrency
+    assert Config(max_global_concurrency=5000).prefetch_limit == 1000
+    assert from_env({"JOBS_PREFETCH": "0"}).prefetch_limit == 0
+    assert from_env({"JOBS_PREFETCH": "25"}).prefetch == 25
+    assert from_env({"JOBS_PREFETCH": "5000"}).prefetch == 1000  # clamped
+    assert from_env({"JOBS_PREFETCH": "many"}).prefetch is None  # unparsable: the default
+
+
+def test_the_worker_holds_its_slots_plus_the_prefetch_and_no_more(db: str) -> None:
+    starts: list[str] = []
+    app = _app(starts, {f"j{i}": 0.3 for i in range(12)})  # one slot runs them one by one
+    with Client.connect(db) as client:
+        ids = [_enqueue(client, f"j{i}") for i in range(12)]
+        peak_in_db = 0
+
+        def check(c: Client) -> bool:
+            nonlocal peak_in_db
+            peak_in_db = max(peak_in_db, sum(d.running for d in c.queue_depth()))
+            return finished(c, ids)
+
+        config = fast_config(db, max_global_concurrency=1, prefetch=2, claim_batch_size=10)
+        run_worker_until(app, config, check, timeout=30)
+        assert statuses(client, ids) == ["succeeded"] * 12
+        total_attempts = [client.get_job(job_id)["total_attempts"] for job_id in ids]
+    # one running and two waiting (claimed ahead), at most one buffered outcome on top
+    assert 3 <= peak_in_db <= 1 + 2 + 1
+    assert starts == [f"j{i}" for i in range(12)], "started in claim order, each once"
+    assert total_attempts == [1] * 12
+
+
+def test_jobs_waiting_in_the_local_queue_are_heartbeated(db: str) -> None:
+    """Lease 2 s (a heartbeat every 0.67 s, the reaper every second); one slot, three jobs of
+    2.5 s: the last waits 5 s, more than twice its lease, before it starts."""
+    starts: list[str] = []
+    app = _app(starts, {"a": 2.5, "b": 2.5, "c": 2.5})
+    with Client.connect(db) as client:
+        ids = [_enqueue(client, name) for name in ("a", "b", "c")]
+        all_held = False
+
+        def check(c: Client) -> bool:
+            nonlocal all_held
+            all_held = all_held or statuses(c, ids) == ["running"] * 3
+            return finished(c, ids)
+
+        config = fast_config(db, max_global_concurrency=1, prefetch=2, lease_ttl_seconds=2)
+        run_worker_until(app, config, check, timeout=40)
+        jobs = [client.get_job(job_id) for job_id in ids]
+    assert all_held, "the two jobs behind the first were claimed ahead"
+    assert [j["status"] for j in jobs] == ["succeeded"] * 3
+    assert [[a["outcome"] for a in j["attempts"]] for j in jobs] == [["succeeded"]] * 3, "no lease lost"
+    assert starts == ["a", "b", "c"]
+
+
+def test_a_job_cancelled_while_it_waits_is_not_run(db: str) -> None:
+    starts: list[str] = []
+    app = _app(starts, {"slow": 4.0})
+    with Client.connect(db) as client:
+        slow = _enqueue(client, "slow")
+        waiting = _enqueue(client, "waiting")
+        cancelled_at: list[float] = []
+
+        def check(c: Client) -> bool:
+            if not cancelled_at and statuses(c, [slow, waiting]) == ["running", "running"]:
+                assert c.cancel_job(waiting, reason="not needed") == "cancel_requested"
+                cancelled_at.append(time.monotonic())
+            return bool(cancelled_at) and finished(c, [slow, waiting])
+
+        # lease 3 s: a heartbeat every second tells the worker of the cancel
+        config = fast_config(db, max_global_concurrency=1, prefetch=1, lease_ttl_seconds=3)
+        run_worker_until(app, config, check, timeout=30)
+        job = client.get_job(waiting)
+        events = _events(db, waiting)
+    assert starts == ["slow"], "the cancelled job's handler never ran"
+    assert job["status"] == "cancelled"
+    assert [a["outcome"] for a in job["attempts"]] == ["cancelled"]
+    assert events[-2:] == ["cancel_requested", "cancelled"]
+
+
+def test_prefetched_jobs_are_handed_back_at_once_when_the_worker_stops(db: str) -> None:
+    """One slot, a 6 s job running, three jobs waiting; stop: the three are queued again at
+    once (while the running job still has its grace period), no attempt spent, and a second
+    worker runs them long before their 30 s leases would have expired."""
+    starts: list[str] = []
+    app = _app(starts, {"slow": 6.0})
+    with Client.connect(db) as client:
+        slow = _enqueue(client, "slow")
+        rest = [_enqueue(client, name) for name in ("b", "c", "d")]
+
+        async def first_worker() -> tuple[list[str], float, bool]:
+            stop = asyncio.Event()
+            config = fast_config(
+                db, max_global_concurrency=1, prefetch=3, lease_ttl_seconds=30, shutdown_grace_seconds=20
+            )
+            task = asyncio.create_task(run_loops(default_loops(app), config, stop))
+            deadline = time.monotonic() + 20
+            while await asyncio.to_thread(statuses, client, [slow, *rest]) != ["running"] * 4:
+                assert time.monotonic() < deadline, "the worker did not claim ahead"
+                await asyncio.sleep(0.05)
+            stop.set()
+            stopped = time.monotonic()
+            while await asyncio.to_thread(statuses, client, rest) != ["queued"] * 3:
+                assert time.monotonic() - stopped < 5, "the waiting jobs were not handed back"
+                await asyncio.sleep(0.05)
+            handed_back = time.monotonic() - stopped
+            still_running = not task.done()
+            await asyncio.wait_for(task, 30)
+            return await asyncio.to_thread(statuses, client, [slow]), handed_back, still_running
+
+        slow_status, handed_back, still_running = asyncio.run(first_worker())
+        assert still_running, "handed back before the running job's grace period ended"
+        assert handed_back < 3
+        assert slow_status == ["succeeded"]
+        before = [client.get_job(job_id) for job_id in rest]
+        assert [(j["attempt"], j["total_attempts"]) for j in before] == [(0, 1)] * 3
+        assert all(j["attempts"] == [] for j in before), "a released claim is no attempt"
+
+        took = run_worker_until(
+            app, fast_config(db, worker_id="second"), lambda c: finished(c, rest), timeout=15
+        )
+        after = [client.get_job(job_id) for job_id in rest]
+        histories = [_events(db, job_id) for job_id in rest]
+    assert took < 15  # well before the 30 s leases of the first worker would have run out
+    assert [j["status"] for j in after] == ["succeeded"] * 3
+    assert [[(a["attempt"], a["worker_id"]) for a in j["attempts"]] for j in after] == [[(2, "second")]] * 3
+    assert [j["attempt"] for j in after] == [1] * 3
+    assert all(h[-4:] == ["claimed", "released", "claimed", "succeeded"] for h in histories)
+    assert starts == ["slow", "b", "c", "d"], "each ran once"
+
+
+def test_priority_holds_beyond_the_prefetch_window(db: str) -> None:
+    """Jobs claimed ahead start in claim order: an urgent job enqueued later waits for the
+    ones already held (at most the prefetch of them), then goes before every other job."""
+    starts: list[str] = []
+    app = _app(starts, {"a": 1.5})
+    with Client.connect(db) as client:
+        ids = [_enqueue(client, name, priority=50) for name in ("a", "b", "c", "d", "e")]
+        urgent: list[Any] = []
+
+        def check(c: Client) -> bool:
+            if not urgent and statuses(c, ids[:3]) == ["running"] * 3:
+                urgent.append(_enqueue(c, "urgent", priority=0))
+            return bool(urgent) and finished(c, ids + urgent)
+
+        config = fast_config(db, max_global_concurrency=1, prefetch=2, claim_batch_size=10)
+        run_worker_until(app, config, check, timeout=30)
+    assert starts[:3] == ["a", "b", "c"], "the held jobs keep their order"
+    assert starts.index("urgent") <= 1 + 2, "the urgent job waits at most for the held ones"
+    assert starts.index("urgent") < starts.index("d")
+    assert sorted(starts) == sorted(["a", "b", "c", "d", "e", "urgent"])
+
+
+def test_prefetch_zero_claims_only_for_free_slots(db: str) -> None:
+    starts: list[str] = []
+    app = _app(starts, {f"j{i}": 0.3 for i in range(6)})
+    with Client.connect(db) as client:
+        ids = [_enqueue(client, f"j{i}") for i in range(6)]
+        peak_in_db = 0
+
+        def check(c: Client) -> bool:
+            nonlocal peak_in_db
+            peak_in_db = max(peak_in_db, sum(d.running for d in c.queue_depth()))
+            return finished(c, ids)
+
+        run_worker_until(app, fast_config(db, max_global_concurrency=1, prefetch=0), check, timeout=30)
+    assert peak_in_db <= 1 + 1  # the running one, and one outcome not written yet
+    assert starts == [f"j{i}" for i in range(6)]

@@ -1,0 +1,88 @@
+-- get_job_history: a job's events and log lines, newest max_rows in order, without the lease
+-- token; tenancy; bad arguments.
+BEGIN;
+SELECT plan(11);
+
+-- SETUP: a job that failed once (with two log lines) and then succeeded
+SELECT pgrun_test.freeze_time('2030-01-01 12:00:00+00');
+SELECT j.job_id AS job, j.lease_token AS token FROM pgrun_test.running_job('w-1') AS j \gset
+SELECT pgrun.append_job_log(:'job', :'token', 'connecting', 'info', '{"host": "smtp"}');
+SELECT pgrun.append_job_log(:'job', :'token', 'refused', 'error');
+SELECT pgrun.fail_job(:'job', :'token', 'smtp_421', 'try later', retry_delay => interval '0');
+SELECT pgrun_test.claim_job(:'job', 'w-2') AS token2 \gset
+SELECT pgrun.complete_job(:'job', :'token2', '{"ok": true}');
+SELECT pgrun_test.make_job(p_organization_id => 'a0000000-0000-0000-0000-00000000000a') AS org_job \gset
+
+-- TEST: events, oldest first, with the attempt's outcome and error, never the lease token
+SELECT is(
+    (SELECT string_agg(e ->> 'event', ',' ORDER BY n)
+     FROM jsonb_array_elements(pgrun.get_job_history(:'job') -> 'events') WITH ORDINALITY AS x (e, n)),
+    'claimed,retry_scheduled,claimed,succeeded',
+    'every transition, oldest first'
+);
+SELECT is(
+    (SELECT (e ->> 'outcome', e ->> 'error_code', e ->> 'error_message', e ->> 'worker_id')
+     FROM jsonb_array_elements(pgrun.get_job_history(:'job') -> 'events') AS e
+     WHERE e ->> 'event' = 'retry_scheduled'),
+    ('failed'::text, 'smtp_421'::text, 'try later'::text, 'w-1'::text),
+    'the event that ended an attempt carries its outcome, error and worker'
+);
+SELECT ok(
+    NOT EXISTS (
+        SELECT FROM jsonb_array_elements(pgrun.get_job_history(:'job') -> 'events') AS e
+        WHERE e ? 'lease_token' OR e ? 'job_id'
+    ),
+    'no event hands out a lease token'
+);
+
+-- TEST: log lines
+SELECT results_eq(
+    $$SELECT (l ->> 'attempt')::integer, l ->> 'level', l ->> 'message', l -> 'fields'
+      FROM jsonb_array_elements(pgrun.get_job_history('$$ || :'job' || $$') -> 'log_lines') AS l$$,
+    $$VALUES (1, 'info'::text, 'connecting'::text, '{"host": "smtp"}'::jsonb), (1, 'error', 'refused', 'null')$$,
+    'log lines in order, with attempt, level and fields'
+);
+SELECT is(
+    (SELECT (h ->> 'events_more', h ->> 'log_lines_more') FROM pgrun.get_job_history(:'job') AS h),
+    ('false'::text, 'false'::text),
+    'nothing older left out'
+);
+
+-- TEST: max_rows keeps the newest
+SELECT is(
+    (SELECT (string_agg(e ->> 'event', ',' ORDER BY n), min(h ->> 'events_more'), min(h ->> 'log_lines_more'))
+     FROM pgrun.get_job_history(:'job', max_rows => 2) AS h
+     CROSS JOIN LATERAL jsonb_array_elements(h -> 'events') WITH ORDINALITY AS x (e, n)),
+    ('claimed,succeeded'::text, 'true'::text, 'false'::text),
+    'max_rows 2: the two newest events in order, events_more set; both log lines, log_lines_more not'
+);
+SELECT is(
+    (SELECT h -> 'log_lines' -> 0 ->> 'message' FROM pgrun.get_job_history(:'job', max_rows => 1) AS h),
+    'refused',
+    'and the newest log line'
+);
+
+-- TEST: bad input and tenancy
+SELECT throws_ok(
+    format('SELECT pgrun.get_job_history(%L, max_rows => 0)', :'job'),
+    'RQ003', 'job.invalid_max_rows', 'max_rows 0 is refused'
+);
+SELECT throws_ok(
+    'SELECT pgrun.get_job_history(''6b1f4ac2-58a1-4c8e-9a55-3d0f2a7c9e11'')',
+    'RQ002', 'job.not_found', 'an unknown job is not found'
+);
+SELECT is(
+    pgrun_test.as_role('pgrun_tap_reader', format('SELECT pgrun.get_job_history(%L)::text', :'org_job')),
+    'RQ002 job.not_found',
+    'another organization''s job is not found for a reader without a tenancy row'
+);
+SELECT is(
+    pgrun_test.as_role(
+        'pgrun_tap_reader', format('SELECT jsonb_array_length(pgrun.get_job_history(%L) -> ''events'')', :'job')
+    ),
+    '4',
+    'a reader reads the history of a job it may see'
+);
+
+SELECT * FROM finish();
+ROLLBACK;
