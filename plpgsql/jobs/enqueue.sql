@@ -83,26 +83,69 @@ SET search_path = pg_catalog, pg_temp
 -- an output column named like the run_at parameter.
 SET plan_cache_mode = force_generic_plan
 AS $$
+DECLARE
+    v_now timestamptz := pgrun.now();
+    v_delay_seconds numeric := extract(EPOCH FROM enqueue_job.delay);
+    v_request jsonb;
+    v_organization_id uuid;
+    v_id uuid;
+    v_payload jsonb;
+    v_snapshot jsonb;
+    v_created uuid[];
+    v_found jsonb;
+    v_result pgrun.enqueue_job_result;
 BEGIN
-    RETURN QUERY
-    SELECT r.r_job_id, r.r_created, r.r_status, r.r_run_at
-    FROM pgrun._enqueue(
-        jsonb_build_array(
-            jsonb_build_object(
-                'job_type', enqueue_job.job_type,
-                'payload', enqueue_job.payload,
-                'queue', enqueue_job.queue,
-                'priority', enqueue_job.priority,
-                'run_at', enqueue_job.run_at,
-                'delay', extract(EPOCH FROM enqueue_job.delay),
-                'max_attempts', enqueue_job.max_attempts,
-                'timeout_seconds', enqueue_job.timeout_seconds,
-                'idempotency_key', enqueue_job.idempotency_key,
-                'organization_id', enqueue_job.organization_id
-            )
-        ),
-        true
-    ) AS r;
+    -- The lean path for one job. The checks are enqueue_jobs' own, on the request as the
+    -- element enqueue_jobs would take (same order, codes and DETAIL; typed arguments always
+    -- parse back, so no subtransaction). Then the arguments go straight into the shared
+    -- insert: no parse of the JSON back into arrays, no call of the set-based core.
+    v_request := jsonb_build_object(
+        'job_type', enqueue_job.job_type,
+        'payload', enqueue_job.payload,
+        'queue', enqueue_job.queue,
+        'priority', enqueue_job.priority,
+        'run_at', enqueue_job.run_at,
+        'delay', v_delay_seconds,
+        'max_attempts', enqueue_job.max_attempts,
+        'timeout_seconds', enqueue_job.timeout_seconds,
+        'idempotency_key', enqueue_job.idempotency_key,
+        'organization_id', enqueue_job.organization_id
+    );
+    v_organization_id := pgrun._enqueue_check_requests(jsonb_build_array(v_request), true);
+    v_organization_id := coalesce(enqueue_job.organization_id, v_organization_id);
+
+    SELECT s.id INTO v_id FROM pgrun._uuidv7_series(1) AS s (id);
+    v_payload := pgrun._enqueue_payload(enqueue_job.payload);
+    v_result.job_id := v_id;
+    v_result.created := TRUE;
+    v_result.status := 'queued';
+    v_result.run_at := pgrun._enqueue_run_at(enqueue_job.run_at, v_delay_seconds, v_now);
+    IF enqueue_job.idempotency_key IS NOT NULL THEN
+        v_snapshot := pgrun._enqueue_snapshot(
+            enqueue_job.job_type, v_payload, v_organization_id, enqueue_job.queue,
+            enqueue_job.priority, enqueue_job.max_attempts, enqueue_job.timeout_seconds,
+            enqueue_job.run_at, v_delay_seconds
+        );
+    END IF;
+    v_created := pgrun._enqueue_insert_jobs(
+        ARRAY[v_id], ARRAY[enqueue_job.job_type], ARRAY[v_payload], ARRAY[enqueue_job.queue],
+        ARRAY[enqueue_job.priority], ARRAY[enqueue_job.max_attempts],
+        ARRAY[enqueue_job.timeout_seconds], ARRAY[v_result.run_at], ARRAY[v_organization_id],
+        ARRAY[enqueue_job.idempotency_key], ARRAY[v_snapshot], NULL, NULL, NULL
+    );
+
+    -- A keyed call that created nothing: an identical earlier request, or a conflict.
+    IF v_created IS NULL THEN
+        v_found := pgrun._enqueue_check_retries(
+            ARRAY[v_id], ARRAY[enqueue_job.job_type], ARRAY[v_organization_id],
+            ARRAY[enqueue_job.idempotency_key], ARRAY[v_snapshot], v_created, true
+        );
+        v_result.job_id := (v_found -> 0 ->> 'id')::uuid;
+        v_result.created := FALSE;
+        v_result.status := v_found -> 0 ->> 'status';
+        v_result.run_at := (v_found -> 0 ->> 'run_at')::timestamptz;
+    END IF;
+    RETURN NEXT v_result;
 END;
 $$;
 
