@@ -99,18 +99,28 @@ BEGIN
     -- element enqueue_jobs would take (same order, codes and DETAIL; typed arguments always
     -- parse back, so no subtransaction). Then the arguments go straight into the shared
     -- insert: no parse of the JSON back into arrays, no call of the set-based core.
-    v_request := jsonb_build_object(
-        'job_type', enqueue_job.job_type,
-        'payload', enqueue_job.payload,
-        'queue', enqueue_job.queue,
-        'priority', enqueue_job.priority,
-        'run_at', enqueue_job.run_at,
-        'delay', v_delay_seconds,
-        'max_attempts', enqueue_job.max_attempts,
-        'timeout_seconds', enqueue_job.timeout_seconds,
-        'idempotency_key', enqueue_job.idempotency_key,
-        'organization_id', enqueue_job.organization_id
-    );
+    -- A key given as JSON null is checked as a key left out, so the common call (a type
+    -- and a payload) is the short element, which skips the optional fields' checks.
+    IF num_nonnulls(
+        enqueue_job.queue, enqueue_job.priority, enqueue_job.run_at, v_delay_seconds,
+        enqueue_job.max_attempts, enqueue_job.timeout_seconds, enqueue_job.idempotency_key,
+        enqueue_job.organization_id
+    ) = 0 THEN
+        v_request := jsonb_build_object('job_type', enqueue_job.job_type, 'payload', enqueue_job.payload);
+    ELSE
+        v_request := jsonb_build_object(
+            'job_type', enqueue_job.job_type,
+            'payload', enqueue_job.payload,
+            'queue', enqueue_job.queue,
+            'priority', enqueue_job.priority,
+            'run_at', enqueue_job.run_at,
+            'delay', v_delay_seconds,
+            'max_attempts', enqueue_job.max_attempts,
+            'timeout_seconds', enqueue_job.timeout_seconds,
+            'idempotency_key', enqueue_job.idempotency_key,
+            'organization_id', enqueue_job.organization_id
+        );
+    END IF;
     v_organization_id := pgrun._enqueue_check_requests(jsonb_build_array(v_request), true);
     v_organization_id := coalesce(enqueue_job.organization_id, v_organization_id);
 
@@ -127,11 +137,19 @@ BEGIN
             enqueue_job.run_at, v_delay_seconds
         );
     END IF;
+    -- an argument not given is one NULL instead of a one-NULL array (the insert reads both
+    -- alike; each array costs it a copy and an unnest)
     v_created := pgrun._enqueue_insert_jobs(
-        ARRAY[v_id], ARRAY[enqueue_job.job_type], ARRAY[v_payload], ARRAY[enqueue_job.queue],
-        ARRAY[enqueue_job.priority], ARRAY[enqueue_job.max_attempts],
-        ARRAY[enqueue_job.timeout_seconds], ARRAY[v_result.run_at], ARRAY[v_organization_id],
-        ARRAY[enqueue_job.idempotency_key], ARRAY[v_snapshot], NULL, NULL, NULL
+        ARRAY[v_id], ARRAY[enqueue_job.job_type], ARRAY[v_payload],
+        CASE WHEN enqueue_job.queue IS NOT NULL THEN ARRAY[enqueue_job.queue] END,
+        CASE WHEN enqueue_job.priority IS NOT NULL THEN ARRAY[enqueue_job.priority] END,
+        CASE WHEN enqueue_job.max_attempts IS NOT NULL THEN ARRAY[enqueue_job.max_attempts] END,
+        CASE WHEN enqueue_job.timeout_seconds IS NOT NULL THEN ARRAY[enqueue_job.timeout_seconds] END,
+        ARRAY[v_result.run_at],
+        CASE WHEN v_organization_id IS NOT NULL THEN ARRAY[v_organization_id] END,
+        CASE WHEN enqueue_job.idempotency_key IS NOT NULL THEN ARRAY[enqueue_job.idempotency_key] END,
+        CASE WHEN v_snapshot IS NOT NULL THEN ARRAY[v_snapshot] END,
+        NULL, NULL, NULL
     );
 
     -- A keyed call that created nothing: an identical earlier request, or a conflict.
