@@ -54,11 +54,12 @@ BEGIN
             THEN 'organization_ids must not contain NULL or the nil uuid'
     END;
     IF v_problem IS NOT NULL THEN
-        RAISE EXCEPTION 'access.invalid_organizations' USING
-            ERRCODE = 'RQ003',
-            DETAIL = v_problem,
-            HINT = 'Bind the role to its organizations (organization_ids), or let it name any '
-                '(any_organization => true), or neither (work without an organization only).';
+        PERFORM pgrun._raise(
+            'access.invalid_organizations',
+            v_problem,
+            'Bind the role to its organizations (organization_ids), or let it name any '
+                '(any_organization => true), or neither (work without an organization only).'
+        );
     END IF;
     IF set_role_access.organization_ids IS NOT NULL THEN
         v_orgs := ARRAY(SELECT DISTINCT u.o FROM unnest(set_role_access.organization_ids) AS u (o) ORDER BY u.o);
@@ -84,10 +85,11 @@ BEGIN
         ) THEN 'job_types must be 1..1000 job types (e.g. email.send)'
     END;
     IF v_problem IS NOT NULL THEN
-        RAISE EXCEPTION 'access.invalid_scope' USING
-            ERRCODE = 'RQ003',
-            DETAIL = v_problem,
-            HINT = 'Pass NULL for "any", or the queues / job types the role may claim and declare.';
+        PERFORM pgrun._raise(
+            'access.invalid_scope',
+            v_problem,
+            'Pass NULL for "any", or the queues / job types the role may claim and declare.'
+        );
     END IF;
 
     INSERT INTO pgrun.role_access AS a (
@@ -207,10 +209,11 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF list_audit_log.max_rows IS NULL OR list_audit_log.max_rows NOT BETWEEN 1 AND 1000 THEN
-        RAISE EXCEPTION 'access.invalid_max_rows' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('max_rows %s is outside 1..1000', coalesce(list_audit_log.max_rows::text, 'NULL')),
-            HINT = 'Page with after_id instead of asking for more rows at once.';
+        PERFORM pgrun._raise(
+            'access.invalid_max_rows',
+            format('max_rows %s is outside 1..1000', coalesce(list_audit_log.max_rows::text, 'NULL')),
+            'Page with after_id instead of asking for more rows at once.'
+        );
     END IF;
     RETURN QUERY
     SELECT l.*
@@ -239,10 +242,11 @@ DECLARE
 BEGIN
     SELECT r.oid INTO v_oid FROM pg_catalog.pg_roles AS r WHERE r.rolname = p_role_name;
     IF v_oid IS NULL THEN
-        RAISE EXCEPTION 'access.invalid_role' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('there is no database role %s', coalesce(quote_literal(left(p_role_name, 100)), 'NULL')),
-            HINT = 'Name the role a client logs in as, exactly as pg_roles spells it; create it first.';
+        PERFORM pgrun._raise(
+            'access.invalid_role',
+            format('there is no database role %s', coalesce(quote_literal(left(p_role_name, 100)), 'NULL')),
+            'Name the role a client logs in as, exactly as pg_roles spells it; create it first.'
+        );
     END IF;
     RETURN v_oid::regrole;
 END;

@@ -297,10 +297,11 @@ DECLARE
     v_logs_read integer;
 BEGIN
     IF v_limit NOT BETWEEN 1 AND 1000 THEN
-        RAISE EXCEPTION 'job.invalid_max_rows' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('max_rows %s is outside 1..1000', v_limit),
-            HINT = 'Ask for at most 1000 events and log lines; the newest come first.';
+        PERFORM pgrun._raise(
+            'job.invalid_max_rows',
+            format('max_rows %s is outside 1..1000', v_limit),
+            'Ask for at most 1000 events and log lines; the newest come first.'
+        );
     END IF;
     SELECT c.all_organizations, c.organization_ids, c.untenanted INTO v_scope
     FROM pgrun._caller_scope(get_job_history.organization_id) AS c;

@@ -129,11 +129,12 @@ BEGIN
         );
     END IF;
     IF v_missing IS NOT NULL THEN
-        RAISE EXCEPTION 'access.function_not_in_matrix' USING
-            ERRCODE = 'RQ005',
-            DETAIL = format('the role matrix and schema pgrun disagree about: %s', v_missing),
-            HINT = 'Every public function needs a row in pgrun._security_matrix (plpgsql/admin/security.sql) '
-                'and in docs/security.md; a row needs its function.';
+        PERFORM pgrun._raise(
+            'access.function_not_in_matrix',
+            format('the role matrix and schema pgrun disagree about: %s', v_missing),
+            'Every public function needs a row in pgrun._security_matrix (plpgsql/admin/security.sql) '
+                'and in docs/security.md; a row needs its function.'
+        );
     END IF;
 
     -- 1. The group roles.
@@ -334,10 +335,11 @@ BEGIN
             WHEN insufficient_privilege THEN
                 SELECT string_agg(p.statement || ';', ' ') INTO v_roles
                 FROM pgrun._security_plan(true) AS p WHERE p.step = 1;
-                RAISE EXCEPTION 'access.cannot_create_roles' USING
-                    ERRCODE = '42501',
-                    DETAIL = format('role %s may not create roles (%s)', current_user, SQLERRM),
-                    HINT = format('Have a role with CREATEROLE run: %s then migrate again.', v_roles);
+                PERFORM pgrun._raise(
+                    'access.cannot_create_roles',
+                    format('role %s may not create roles (%s)', current_user, SQLERRM),
+                    format('Have a role with CREATEROLE run: %s then migrate again.', v_roles)
+                );
         END;
         v_count := v_count + 1;
     END LOOP;

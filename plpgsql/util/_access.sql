@@ -193,12 +193,13 @@ LANGUAGE plpgsql
 STABLE
 AS $$
 BEGIN
-    RAISE EXCEPTION 'access.organization_required' USING
-        ERRCODE = 'RQ003',
-        DETAIL = format(
+    PERFORM pgrun._raise(
+        'access.organization_required',
+        format(
             '%srole %s acts for %s organizations and the call named none', p_where, session_user, p_organizations
         ),
-        HINT = 'Pass organization_id: the organization this call is for.';
+        'Pass organization_id: the organization this call is for.'
+    );
 END;
 $$;
 
@@ -213,13 +214,14 @@ LANGUAGE plpgsql
 STABLE
 AS $$
 BEGIN
-    RAISE EXCEPTION 'access.organization_denied' USING
-        ERRCODE = '42501',
-        DETAIL = format(
+    PERFORM pgrun._raise(
+        'access.organization_denied',
+        format(
             '%srole %s may not act for %s', p_where, session_user,
             coalesce('organization ' || p_organization_id::text, 'work without an organization')
         ),
-        HINT = 'An admin grants organizations to a role with pgrun.set_role_access.';
+        'An admin grants organizations to a role with pgrun.set_role_access.'
+    );
 END;
 $$;
 
@@ -250,13 +252,14 @@ BEGIN
     IF v_access.queues IS NOT NULL THEN
         v_denied := ARRAY(SELECT u.q FROM unnest(p_queues) AS u (q) WHERE NOT coalesce(u.q = ANY (v_access.queues), false));
         IF cardinality(v_denied) > 0 THEN
-            RAISE EXCEPTION 'access.queue_denied' USING
-                ERRCODE = '42501',
-                DETAIL = format('role %s may not use queues %s (its scope: %s)', session_user,
+            PERFORM pgrun._raise(
+                'access.queue_denied',
+                format('role %s may not use queues %s (its scope: %s)', session_user,
                     pgrun._shown(array_to_string(v_denied, ', ', 'NULL')),
                     pgrun._shown(array_to_string(v_access.queues, ', '))),
-                HINT = 'Pass queues within the role''s scope, or NULL for all of them; an admin changes the '
-                    'scope with pgrun.set_role_access.';
+                'Pass queues within the role''s scope, or NULL for all of them; an admin changes the '
+                    'scope with pgrun.set_role_access.'
+            );
         END IF;
         queues := coalesce(p_queues, v_access.queues);
     END IF;
@@ -265,13 +268,14 @@ BEGIN
             SELECT u.t FROM unnest(p_job_types) AS u (t) WHERE NOT coalesce(u.t = ANY (v_access.job_types), false)
         );
         IF cardinality(v_denied) > 0 THEN
-            RAISE EXCEPTION 'access.job_type_denied' USING
-                ERRCODE = '42501',
-                DETAIL = format('role %s may not use job types %s (its scope: %s)', session_user,
+            PERFORM pgrun._raise(
+                'access.job_type_denied',
+                format('role %s may not use job types %s (its scope: %s)', session_user,
                     pgrun._shown(array_to_string(v_denied, ', ', 'NULL')),
                     pgrun._shown(array_to_string(v_access.job_types, ', '))),
-                HINT = 'Pass job types within the role''s scope, or NULL for all of them; an admin changes the '
-                    'scope with pgrun.set_role_access.';
+                'Pass job types within the role''s scope, or NULL for all of them; an admin changes the '
+                    'scope with pgrun.set_role_access.'
+            );
         END IF;
         job_types := coalesce(p_job_types, v_access.job_types);
     END IF;

@@ -84,11 +84,11 @@ STABLE
 AS $$
 BEGIN
     IF NOT pgrun._time_ok(p_value) THEN
-        RAISE EXCEPTION USING
-            MESSAGE = p_code,
-            ERRCODE = 'RQ003',
-            DETAIL = format('%s %s is not a finite time between 0001-01-02 and 100 years from now', p_name, p_value),
-            HINT = 'Pass a finite timestamp no later than 100 years from now (NULL for the default).';
+        PERFORM pgrun._raise(
+            p_code,
+            format('%s %s is not a finite time between 0001-01-02 and 100 years from now', p_name, p_value),
+            'Pass a finite timestamp no later than 100 years from now (NULL for the default).'
+        );
     END IF;
 END;
 $$;
@@ -106,11 +106,11 @@ IMMUTABLE
 AS $$
 BEGIN
     IF NOT pgrun._time_ok(p_value) THEN
-        RAISE EXCEPTION USING
-            MESSAGE = p_code,
-            ERRCODE = 'RQ003',
-            DETAIL = format('%s %s is outside 0 seconds..100 years', p_name, p_value),
-            HINT = format('Pass a %s from 0 seconds to 100 years (NULL for the default).', p_name);
+        PERFORM pgrun._raise(
+            p_code,
+            format('%s %s is outside 0 seconds..100 years', p_name, p_value),
+            format('Pass a %s from 0 seconds to 100 years (NULL for the default).', p_name)
+        );
     END IF;
 END;
 $$;
@@ -147,11 +147,12 @@ LANGUAGE plpgsql
 IMMUTABLE
 AS $$
 BEGIN
-    RAISE EXCEPTION 'job.invalid_type' USING
-        ERRCODE = 'RQ003',
-        DETAIL = p_detail,
-        HINT = 'Use at most 128 characters: lowercase letters, digits and _, in segments '
-            'joined by ".", ":" or "-", starting with a letter (e.g. email.send).';
+    PERFORM pgrun._raise(
+        'job.invalid_type',
+        p_detail,
+        'Use at most 128 characters: lowercase letters, digits and _, in segments '
+            'joined by ".", ":" or "-", starting with a letter (e.g. email.send).'
+    );
 END;
 $$;
 
