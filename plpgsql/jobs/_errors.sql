@@ -11,17 +11,18 @@ LANGUAGE plpgsql
 STABLE
 AS $$
 BEGIN
-    RAISE EXCEPTION 'job.not_found' USING
-        ERRCODE = 'RQ002',
-        DETAIL = format(
+    PERFORM pgrun._raise(
+        'job.not_found',
+        format(
             'no job %s%s', coalesce(p_job_id::text, 'NULL'),
             CASE
                 WHEN p_organization_id IS NULL THEN ''
                 ELSE format(' in organization %s', p_organization_id)
             END
         ),
-        HINT = 'Check the job id (and the organization it belongs to); finished jobs are '
-            'removed by purge_finished_jobs after their retention period.';
+        'Check the job id (and the organization it belongs to); finished jobs are '
+            'removed by purge_finished_jobs after their retention period.'
+    );
 END;
 $$;
 

@@ -93,17 +93,18 @@ BEGIN
     FROM pgrun.jobs AS j
     WHERE j.id = p_job_id AND v_reason <> 'not_held';
 
-    RAISE EXCEPTION 'job.lease_lost' USING
-        ERRCODE = 'RQ004',
-        DETAIL = format('job %s: ', p_job_id) || CASE v_reason
+    PERFORM pgrun._raise(
+        'job.lease_lost',
+        format('job %s: ', p_job_id) || CASE v_reason
             WHEN 'not_held' THEN 'this lease token holds no lease on it'
             WHEN 'unknown_job' THEN 'unknown job (no such job id)'
             WHEN 'not_running' THEN format('not running (status %s)', coalesce(v_status, 'gone'))
             WHEN 'token_mismatch' THEN 'lease token mismatch (the job was claimed again under another token)'
             ELSE format('lease expired at %s (now %s); there is no grace period', v_expires, v_now)
         END,
-        HINT = 'This worker no longer owns the job: stop working on it and do not write to it '
-            'again. The reaper or the new owner decides what happens next.';
+        'This worker no longer owns the job: stop working on it and do not write to it '
+            'again. The reaper or the new owner decides what happens next.'
+    );
 END;
 $$;
 
@@ -213,17 +214,19 @@ IMMUTABLE
 AS $$
 BEGIN
     IF p_worker_id IS NULL OR length(p_worker_id) > 200 OR btrim(p_worker_id) = '' THEN
-        RAISE EXCEPTION 'job.invalid_worker_id' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('worker_id %s is NULL, blank or longer than 200 characters', pgrun._shown(p_worker_id)),
-            HINT = 'Pass a stable, non-empty name for the worker process (e.g. host:pid).';
+        PERFORM pgrun._raise(
+            'job.invalid_worker_id',
+            format('worker_id %s is NULL, blank or longer than 200 characters', pgrun._shown(p_worker_id)),
+            'Pass a stable, non-empty name for the worker process (e.g. host:pid).'
+        );
     END IF;
     IF p_lease_seconds IS NULL OR p_lease_seconds NOT BETWEEN 1 AND 86400 THEN
-        RAISE EXCEPTION 'job.invalid_lease_seconds' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('lease_seconds %s is outside 1..86400', coalesce(p_lease_seconds::text, 'NULL')),
-            HINT = 'Pass the lease length in seconds (1 to 86400); renew it with heartbeat_jobs '
-                'well before it runs out.';
+        PERFORM pgrun._raise(
+            'job.invalid_lease_seconds',
+            format('lease_seconds %s is outside 1..86400', coalesce(p_lease_seconds::text, 'NULL')),
+            'Pass the lease length in seconds (1 to 86400); renew it with heartbeat_jobs '
+                'well before it runs out.'
+        );
     END IF;
 END;
 $$;
@@ -273,11 +276,12 @@ BEGIN
             THEN 'a job id appears more than once'
     END;
     IF v_problem IS NOT NULL THEN
-        RAISE EXCEPTION 'job.invalid_batch' USING
-            ERRCODE = 'RQ003',
-            DETAIL = v_problem,
-            HINT = 'Pass parallel one-dimensional arrays, one element per job (at most 10000), '
-                'each job once; optional arrays are NULL or as long as job_ids.';
+        PERFORM pgrun._raise(
+            'job.invalid_batch',
+            v_problem,
+            'Pass parallel one-dimensional arrays, one element per job (at most 10000), '
+                'each job once; optional arrays are NULL or as long as job_ids.'
+        );
     END IF;
 END;
 $$;

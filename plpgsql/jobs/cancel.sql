@@ -37,10 +37,7 @@ DECLARE
     v_scope record;
 BEGIN
     IF cancel_job.job_id IS NULL THEN
-        RAISE EXCEPTION 'job.invalid_argument' USING
-            ERRCODE = 'RQ003',
-            DETAIL = 'job_id must not be NULL',
-            HINT = 'Pass the id of the job to cancel.';
+        PERFORM pgrun._raise('job.invalid_argument', 'job_id must not be NULL', 'Pass the id of the job to cancel.');
     END IF;
 
     SELECT c.all_organizations, c.organization_ids, c.untenanted INTO v_scope
@@ -55,6 +52,14 @@ BEGIN
 
     IF NOT FOUND THEN
         PERFORM pgrun._raise_job_not_found(cancel_job.job_id, cancel_job.organization_id);
+    END IF;
+
+    IF v_job.status NOT IN ('queued', 'running') THEN
+        PERFORM pgrun._raise(
+            'job.not_cancellable',
+            format('job %s is %s; only queued and running jobs can be cancelled', v_job.id, v_job.status),
+            'A finished job cannot be cancelled; requeue_job brings a dead or cancelled job back.'
+        );
     END IF;
 
     IF v_job.status = 'queued' THEN
@@ -77,30 +82,26 @@ BEGIN
             PERFORM pgrun._workflow_jobs_finished(ARRAY[v_job.id]);
         END IF;
         RETURN 'cancelled';
-    ELSIF v_job.status = 'running' THEN
-        IF v_job.cancel_requested_at IS NULL THEN
-            WITH requested AS (
-                UPDATE pgrun.jobs AS j
-                SET cancel_requested_at = v_now,
-                    cancel_reason = v_reason,
-                    updated_at = v_now
-                WHERE j.id = v_job.id
-                RETURNING j.id, j.worker_id
-            )
-            INSERT INTO pgrun.job_events (
-                job_id, event, from_status, to_status, attempt, worker_id, detail, created_at, actor
-            )
-            SELECT r.id, 'cancel_requested', 'running', 'running', v_job.total_attempts, r.worker_id,
-                jsonb_build_object('reason', v_reason), v_now, session_user
-            FROM requested AS r;
-        END IF;
-        RETURN 'cancel_requested';
     END IF;
 
-    RAISE EXCEPTION 'job.not_cancellable' USING
-        ERRCODE = 'RQ001',
-        DETAIL = format('job %s is %s; only queued and running jobs can be cancelled', v_job.id, v_job.status),
-        HINT = 'A finished job cannot be cancelled; requeue_job brings a dead or cancelled job back.';
+    -- running
+    IF v_job.cancel_requested_at IS NULL THEN
+        WITH requested AS (
+            UPDATE pgrun.jobs AS j
+            SET cancel_requested_at = v_now,
+                cancel_reason = v_reason,
+                updated_at = v_now
+            WHERE j.id = v_job.id
+            RETURNING j.id, j.worker_id
+        )
+        INSERT INTO pgrun.job_events (
+            job_id, event, from_status, to_status, attempt, worker_id, detail, created_at, actor
+        )
+        SELECT r.id, 'cancel_requested', 'running', 'running', v_job.total_attempts, r.worker_id,
+            jsonb_build_object('reason', v_reason), v_now, session_user
+        FROM requested AS r;
+    END IF;
+    RETURN 'cancel_requested';
 END;
 $$;
 

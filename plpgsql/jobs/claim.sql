@@ -94,10 +94,11 @@ DECLARE
 BEGIN
     PERFORM pgrun._check_worker(claim_jobs.worker_id, claim_jobs.lease_seconds);
     IF claim_jobs.max_jobs IS NULL OR claim_jobs.max_jobs NOT BETWEEN 1 AND 1000 THEN
-        RAISE EXCEPTION 'job.invalid_max_jobs' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('max_jobs %s is outside 1..1000', coalesce(claim_jobs.max_jobs::text, 'NULL')),
-            HINT = 'Claim as many jobs as the worker has free slots, at most 1000 per call.';
+        PERFORM pgrun._raise(
+            'job.invalid_max_jobs',
+            format('max_jobs %s is outside 1..1000', coalesce(claim_jobs.max_jobs::text, 'NULL')),
+            'Claim as many jobs as the worker has free slots, at most 1000 per call.'
+        );
     END IF;
 
     -- 0. A worker role with a scope claims inside it only (util/_access.sql): NULL filters

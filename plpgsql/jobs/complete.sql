@@ -197,10 +197,11 @@ DECLARE
     v_lost_reason text;
 BEGIN
     IF complete_job.job_id IS NULL OR complete_job.lease_token IS NULL THEN
-        RAISE EXCEPTION 'job.invalid_argument' USING
-            ERRCODE = 'RQ003',
-            DETAIL = 'job_id and lease_token must not be NULL',
-            HINT = 'Pass the job_id and lease_token claim_jobs returned.';
+        PERFORM pgrun._raise(
+            'job.invalid_argument',
+            'job_id and lease_token must not be NULL',
+            'Pass the job_id and lease_token claim_jobs returned.'
+        );
     END IF;
 
     SELECT c.outcome, c.lost_reason INTO v_outcome, v_lost_reason
@@ -212,16 +213,17 @@ BEGIN
         PERFORM pgrun._raise_lease_lost(complete_job.job_id, complete_job.lease_token, v_lost_reason);
     END IF;
     IF v_outcome = 'result_invalid' THEN
-        RAISE EXCEPTION 'job.invalid_result' USING
-            ERRCODE = 'RQ003',
-            DETAIL = 'result is nested more than 100 levels deep (arrays and objects)',
-            HINT = 'Flatten the result: pgrun stores JSON nested at most 100 levels. The job still runs: fail '
-                'it or complete it with another result.';
+        PERFORM pgrun._raise(
+            'job.invalid_result',
+            'result is nested more than 100 levels deep (arrays and objects)',
+            'Flatten the result: pgrun stores JSON nested at most 100 levels. The job still runs: fail '
+                'it or complete it with another result.'
+        );
     END IF;
     IF v_outcome = 'result_too_large' THEN
-        RAISE EXCEPTION 'job.result_too_large' USING
-            ERRCODE = 'RQ003',
-            DETAIL = (
+        PERFORM pgrun._raise(
+            'job.result_too_large',
+            (
                 SELECT format(
                     'result is %s bytes of jsonb; the limit for job type %s is %s',
                     pg_column_size(complete_job.result), j.job_type, pgrun._result_cap(j.job_type)
@@ -229,9 +231,10 @@ BEGIN
                 FROM pgrun.jobs AS j
                 WHERE j.id = complete_job.job_id
             ),
-            HINT = 'Store large data elsewhere and return a reference, or raise the type''s '
+            'Store large data elsewhere and return a reference, or raise the type''s '
                 'max_result_bytes (upsert_job_definition, at most 16 MiB). The job still runs: fail it '
-                'or complete it with a smaller result.';
+                'or complete it with a smaller result.'
+        );
     END IF;
     RETURN v_outcome;
 END;

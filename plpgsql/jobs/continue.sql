@@ -69,24 +69,27 @@ DECLARE
     v_cap integer;
 BEGIN
     IF continue_job.job_id IS NULL OR continue_job.lease_token IS NULL THEN
-        RAISE EXCEPTION 'job.invalid_argument' USING
-            ERRCODE = 'RQ003',
-            DETAIL = 'job_id and lease_token must not be NULL',
-            HINT = 'Pass the job_id and lease_token claim_jobs returned.';
+        PERFORM pgrun._raise(
+            'job.invalid_argument',
+            'job_id and lease_token must not be NULL',
+            'Pass the job_id and lease_token claim_jobs returned.'
+        );
     END IF;
     IF continue_job.next_step IS NULL OR length(continue_job.next_step) > 256 OR btrim(continue_job.next_step) = '' THEN
-        RAISE EXCEPTION 'job.invalid_step' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('next_step %s is NULL, blank or longer than 256 characters', pgrun._shown(continue_job.next_step)),
-            HINT = 'Name the step the job continues with; to finish the job call complete_job.';
+        PERFORM pgrun._raise(
+            'job.invalid_step',
+            format('next_step %s is NULL, blank or longer than 256 characters', pgrun._shown(continue_job.next_step)),
+            'Name the step the job continues with; to finish the job call complete_job.'
+        );
     END IF;
     PERFORM pgrun._check_time('job.invalid_delay', 'delay', continue_job.delay);
     IF continue_job.max_attempts NOT BETWEEN 1 AND 1000 THEN
-        RAISE EXCEPTION 'job.invalid_max_attempts' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('max_attempts %s is outside 1..1000', continue_job.max_attempts),
-            HINT = 'max_attempts is the next step''s attempt budget, the first try included; '
-                'NULL gives it the job''s max_attempts.';
+        PERFORM pgrun._raise(
+            'job.invalid_max_attempts',
+            format('max_attempts %s is outside 1..1000', continue_job.max_attempts),
+            'max_attempts is the next step''s attempt budget, the first try included; '
+                'NULL gives it the job''s max_attempts.'
+        );
     END IF;
     PERFORM pgrun._check_time('job.invalid_delay', 'retry_delay', continue_job.retry_delay);
 
@@ -102,20 +105,22 @@ BEGIN
           AND j.lease_token = continue_job.lease_token
           AND j.lease_expires_at > v_now;
         IF v_state_bytes > v_cap THEN
-            RAISE EXCEPTION 'job.state_too_large' USING
-                ERRCODE = 'RQ003',
-                DETAIL = format(
+            PERFORM pgrun._raise(
+                'job.state_too_large',
+                format(
                     'state is %s bytes of jsonb; the limit for job type %s is %s',
                     v_state_bytes, v_job_type, v_cap
                 ),
-                HINT = 'Keep large data elsewhere and store a reference in the state, or raise the '
-                    'type''s max_result_bytes (upsert_job_definition, at most 16 MiB).';
+                'Keep large data elsewhere and store a reference in the state, or raise the '
+                    'type''s max_result_bytes (upsert_job_definition, at most 16 MiB).'
+            );
         END IF;
         IF v_job_type IS NOT NULL AND NOT v_state_ok THEN
-            RAISE EXCEPTION 'job.invalid_state' USING
-                ERRCODE = 'RQ003',
-                DETAIL = 'state is nested more than 100 levels deep (arrays and objects)',
-                HINT = 'Flatten the state: pgrun stores JSON nested at most 100 levels.';
+            PERFORM pgrun._raise(
+                'job.invalid_state',
+                'state is nested more than 100 levels deep (arrays and objects)',
+                'Flatten the state: pgrun stores JSON nested at most 100 levels.'
+            );
         END IF;
     END IF;
 

@@ -116,50 +116,56 @@ BEGIN
         );
     END IF;
     IF NOT pgrun._valid_queue(v_queue) THEN
-        RAISE EXCEPTION 'job.invalid_queue' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('queue %s is not a valid queue name', pgrun._shown(v_queue)),
-            HINT = 'Use at most 64 characters: a lowercase letter, then lowercase letters, '
-                'digits, "_", ".", ":" or "-".';
+        PERFORM pgrun._raise(
+            'job.invalid_queue',
+            format('queue %s is not a valid queue name', pgrun._shown(v_queue)),
+            'Use at most 64 characters: a lowercase letter, then lowercase letters, '
+                'digits, "_", ".", ":" or "-".'
+        );
     END IF;
     IF v_priority NOT BETWEEN 0 AND 32767 THEN
-        RAISE EXCEPTION 'job.invalid_priority' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('priority %s is outside 0..32767', v_priority),
-            HINT = 'Lower numbers run first; the default is 100.';
+        PERFORM pgrun._raise(
+            'job.invalid_priority',
+            format('priority %s is outside 0..32767', v_priority),
+            'Lower numbers run first; the default is 100.'
+        );
     END IF;
     IF v_max_attempts NOT BETWEEN 1 AND 1000 THEN
-        RAISE EXCEPTION 'job.invalid_max_attempts' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('max_attempts %s is outside 1..1000', v_max_attempts),
-            HINT = 'max_attempts counts every try, the first included; the default is 20.';
+        PERFORM pgrun._raise(
+            'job.invalid_max_attempts',
+            format('max_attempts %s is outside 1..1000', v_max_attempts),
+            'max_attempts counts every try, the first included; the default is 20.'
+        );
     END IF;
     IF upsert_job_definition.timeout_seconds <= 0 THEN
-        RAISE EXCEPTION 'job.invalid_timeout' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('timeout_seconds %s is not positive', upsert_job_definition.timeout_seconds),
-            HINT = 'Pass a positive number of seconds, or NULL for no timeout.';
+        PERFORM pgrun._raise(
+            'job.invalid_timeout',
+            format('timeout_seconds %s is not positive', upsert_job_definition.timeout_seconds),
+            'Pass a positive number of seconds, or NULL for no timeout.'
+        );
     END IF;
     -- NaN compares greater than every number in PostgreSQL, so bound from above too.
     IF NOT (v_base >= 0 AND v_base <= v_max AND v_max < 'Infinity'::double precision)
         OR NOT (v_jitter >= 0 AND v_jitter < 1) THEN
-        RAISE EXCEPTION 'job.invalid_backoff' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format(
+        PERFORM pgrun._raise(
+            'job.invalid_backoff',
+            format(
                 'backoff_base_seconds %s, backoff_max_seconds %s, backoff_jitter %s',
                 v_base, v_max, v_jitter
             ),
-            HINT = 'Need 0 <= backoff_base_seconds <= backoff_max_seconds (finite) '
-                'and 0 <= backoff_jitter < 1.';
+            'Need 0 <= backoff_base_seconds <= backoff_max_seconds (finite) '
+                'and 0 <= backoff_jitter < 1.'
+        );
     END IF;
 
     -- NULL = the built-in 1 MiB; a type may set 1 KiB..16 MiB, never unbounded.
     IF upsert_job_definition.max_result_bytes NOT BETWEEN 1024 AND 16777216 THEN
-        RAISE EXCEPTION 'job.invalid_max_result_bytes' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('max_result_bytes %s is outside 1024..16777216', upsert_job_definition.max_result_bytes),
-            HINT = 'Pass the largest result or state, in bytes of jsonb, a job of the type may store '
-                '(1 KiB to 16 MiB), or NULL for the built-in 1 MiB.';
+        PERFORM pgrun._raise(
+            'job.invalid_max_result_bytes',
+            format('max_result_bytes %s is outside 1024..16777216', upsert_job_definition.max_result_bytes),
+            'Pass the largest result or state, in bytes of jsonb, a job of the type may store '
+                '(1 KiB to 16 MiB), or NULL for the built-in 1 MiB.'
+        );
     END IF;
 
     -- A worker declares the types it runs: within its scope only (util/_access.sql).
@@ -239,21 +245,23 @@ BEGIN
         );
     END IF;
     IF set_job_runtime_config.max_concurrency <= 0 THEN
-        RAISE EXCEPTION 'job.invalid_max_concurrency' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('max_concurrency %s is not positive', set_job_runtime_config.max_concurrency),
-            HINT = 'Pass a positive cap, or clear_max_concurrency => true to remove the cap '
-                '(pause the type to stop claiming it altogether).';
+        PERFORM pgrun._raise(
+            'job.invalid_max_concurrency',
+            format('max_concurrency %s is not positive', set_job_runtime_config.max_concurrency),
+            'Pass a positive cap, or clear_max_concurrency => true to remove the cap '
+                '(pause the type to stop claiming it altogether).'
+        );
     END IF;
     IF set_job_runtime_config.max_concurrency IS NOT NULL
         AND coalesce(set_job_runtime_config.clear_max_concurrency, false) THEN
-        RAISE EXCEPTION 'job.invalid_max_concurrency' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format(
+        PERFORM pgrun._raise(
+            'job.invalid_max_concurrency',
+            format(
                 'max_concurrency %s and clear_max_concurrency => true contradict each other',
                 set_job_runtime_config.max_concurrency
             ),
-            HINT = 'Pass either a new cap or clear_max_concurrency => true, not both.';
+            'Pass either a new cap or clear_max_concurrency => true, not both.'
+        );
     END IF;
 
     INSERT INTO pgrun.job_runtime_configs AS c (job_type, paused, max_concurrency, updated_at)

@@ -257,10 +257,11 @@ DECLARE
     v_lost_reason text;
 BEGIN
     IF fail_job.job_id IS NULL OR fail_job.lease_token IS NULL THEN
-        RAISE EXCEPTION 'job.invalid_argument' USING
-            ERRCODE = 'RQ003',
-            DETAIL = 'job_id and lease_token must not be NULL',
-            HINT = 'Pass the job_id and lease_token claim_jobs returned.';
+        PERFORM pgrun._raise(
+            'job.invalid_argument',
+            'job_id and lease_token must not be NULL',
+            'Pass the job_id and lease_token claim_jobs returned.'
+        );
     END IF;
 
     SELECT f.outcome, f.run_at, f.lost_reason INTO v_outcome, v_run_at, v_lost_reason

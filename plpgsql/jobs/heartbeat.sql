@@ -125,18 +125,19 @@ DECLARE
     v_cancel_requested boolean;
 BEGIN
     IF report_progress.job_id IS NULL OR report_progress.lease_token IS NULL THEN
-        RAISE EXCEPTION 'job.invalid_argument' USING
-            ERRCODE = 'RQ003',
-            DETAIL = 'job_id and lease_token must not be NULL',
-            HINT = 'Pass the job_id and lease_token claim_jobs returned.';
+        PERFORM pgrun._raise(
+            'job.invalid_argument',
+            'job_id and lease_token must not be NULL',
+            'Pass the job_id and lease_token claim_jobs returned.'
+        );
     END IF;
     IF report_progress.progress IS NULL
         OR jsonb_typeof(report_progress.progress) <> 'object'
         OR octet_length(report_progress.progress::text) > 65536
         OR NOT pgrun._json_depth_ok(report_progress.progress) THEN
-        RAISE EXCEPTION 'job.invalid_progress' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format(
+        PERFORM pgrun._raise(
+            'job.invalid_progress',
+            format(
                 'progress is %s',
                 CASE
                     WHEN report_progress.progress IS NULL THEN 'NULL'
@@ -147,7 +148,8 @@ BEGIN
                     ELSE 'nested more than 100 levels deep (arrays and objects)'
                 END
             ),
-            HINT = 'Report progress as a small, flat JSON object, e.g. {"done": 3, "total": 10}.';
+            'Report progress as a small, flat JSON object, e.g. {"done": 3, "total": 10}.'
+        );
     END IF;
 
     UPDATE pgrun.jobs AS j
@@ -194,18 +196,19 @@ DECLARE
     v_keep boolean;
 BEGIN
     IF append_job_log.job_id IS NULL OR append_job_log.lease_token IS NULL OR append_job_log.message IS NULL THEN
-        RAISE EXCEPTION 'job.invalid_argument' USING
-            ERRCODE = 'RQ003',
-            DETAIL = 'job_id, lease_token and message must not be NULL',
-            HINT = 'Pass the job_id and lease_token claim_jobs returned, and a message.';
+        PERFORM pgrun._raise(
+            'job.invalid_argument',
+            'job_id, lease_token and message must not be NULL',
+            'Pass the job_id and lease_token claim_jobs returned, and a message.'
+        );
     END IF;
     IF v_level NOT IN ('debug', 'info', 'warning', 'error')
         OR jsonb_typeof(append_job_log.fields) <> 'object'
         OR octet_length(append_job_log.fields::text) > 65536
         OR NOT pgrun._json_depth_ok(append_job_log.fields) THEN
-        RAISE EXCEPTION 'job.invalid_log_entry' USING
-            ERRCODE = 'RQ003',
-            DETAIL = CASE
+        PERFORM pgrun._raise(
+            'job.invalid_log_entry',
+            CASE
                 WHEN v_level NOT IN ('debug', 'info', 'warning', 'error')
                     THEN format('level %s is not one of debug, info, warning, error', pgrun._shown(v_level))
                 WHEN jsonb_typeof(append_job_log.fields) <> 'object'
@@ -214,8 +217,9 @@ BEGIN
                     THEN format('fields is %s bytes (at most 65536)', octet_length(append_job_log.fields::text))
                 ELSE 'fields is nested more than 100 levels deep (arrays and objects)'
             END,
-            HINT = 'level is debug, info (the default), warning or error; fields is NULL or a JSON '
-                'object of at most 64 KiB, nested at most 100 levels.';
+            'level is debug, info (the default), warning or error; fields is NULL or a JSON '
+                'object of at most 64 KiB, nested at most 100 levels.'
+        );
     END IF;
 
     -- Count the line for its attempt, under the job row's share lock: the first c_max_lines

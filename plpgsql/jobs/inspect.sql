@@ -125,10 +125,11 @@ AS $$
 BEGIN
     IF p_status IS NOT NULL
         AND p_status NOT IN ('queued', 'running', 'succeeded', 'dead', 'cancelled') THEN
-        RAISE EXCEPTION 'job.invalid_status' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('status %s is not a job status', pgrun._shown(p_status)),
-            HINT = 'Use one of queued, running, succeeded, dead, cancelled, or NULL for all.';
+        PERFORM pgrun._raise(
+            'job.invalid_status',
+            format('status %s is not a job status', pgrun._shown(p_status)),
+            'Use one of queued, running, succeeded, dead, cancelled, or NULL for all.'
+        );
     END IF;
 END;
 $$;
@@ -191,10 +192,11 @@ DECLARE
 BEGIN
     PERFORM pgrun._check_job_status(p_status);
     IF v_limit NOT BETWEEN 1 AND 1000 THEN
-        RAISE EXCEPTION 'job.invalid_max_rows' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('max_rows %s is outside 1..1000', v_limit),
-            HINT = 'Page with after_id instead of asking for more rows at once.';
+        PERFORM pgrun._raise(
+            'job.invalid_max_rows',
+            format('max_rows %s is outside 1..1000', v_limit),
+            'Page with after_id instead of asking for more rows at once.'
+        );
     END IF;
 
     IF p_status IS NOT NULL THEN

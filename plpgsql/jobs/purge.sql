@@ -43,19 +43,21 @@ DECLARE
     v_history jsonb;
 BEGIN
     IF purge_finished_jobs.older_than IS NULL THEN
-        RAISE EXCEPTION 'job.invalid_older_than' USING
-            ERRCODE = 'RQ003',
-            DETAIL = 'older_than is NULL',
-            HINT = 'Pass the retention period, e.g. interval ''7 days''.';
+        PERFORM pgrun._raise(
+            'job.invalid_older_than',
+            'older_than is NULL',
+            'Pass the retention period, e.g. interval ''7 days''.'
+        );
     END IF;
     PERFORM pgrun._check_time('job.invalid_older_than', 'older_than', purge_finished_jobs.older_than);
     IF purge_finished_jobs.max_jobs IS NULL OR purge_finished_jobs.max_jobs NOT BETWEEN 1 AND 100000 THEN
-        RAISE EXCEPTION 'job.invalid_max_jobs' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format(
+        PERFORM pgrun._raise(
+            'job.invalid_max_jobs',
+            format(
                 'max_jobs %s is outside 1..100000', coalesce(purge_finished_jobs.max_jobs::text, 'NULL')
             ),
-            HINT = 'Purge in bounded batches and call again while a batch comes back full.';
+            'Purge in bounded batches and call again while a batch comes back full.'
+        );
     END IF;
     v_cutoff := pgrun.now() - purge_finished_jobs.older_than;
 

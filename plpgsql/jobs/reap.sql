@@ -54,12 +54,13 @@ DECLARE
     v_stale uuid[];
 BEGIN
     IF reap_expired_leases.max_jobs IS NULL OR reap_expired_leases.max_jobs NOT BETWEEN 1 AND 10000 THEN
-        RAISE EXCEPTION 'job.invalid_max_jobs' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format(
+        PERFORM pgrun._raise(
+            'job.invalid_max_jobs',
+            format(
                 'max_jobs %s is outside 1..10000', coalesce(reap_expired_leases.max_jobs::text, 'NULL')
             ),
-            HINT = 'Reap in bounded batches and call again while a batch comes back full.';
+            'Reap in bounded batches and call again while a batch comes back full.'
+        );
     END IF;
     PERFORM pgrun._check_time('job.invalid_delay', 'retry_delay', reap_expired_leases.retry_delay);
 

@@ -48,10 +48,11 @@ DECLARE
     v_scope record;
 BEGIN
     IF requeue_job.job_id IS NULL THEN
-        RAISE EXCEPTION 'job.invalid_argument' USING
-            ERRCODE = 'RQ003',
-            DETAIL = 'job_id must not be NULL',
-            HINT = 'Pass the id of the dead or cancelled job to requeue.';
+        PERFORM pgrun._raise(
+            'job.invalid_argument',
+            'job_id must not be NULL',
+            'Pass the id of the dead or cancelled job to requeue.'
+        );
     END IF;
     PERFORM pgrun._check_time('job.invalid_schedule', 'run_at', requeue_job.run_at);
 
@@ -69,25 +70,27 @@ BEGIN
         PERFORM pgrun._raise_job_not_found(requeue_job.job_id, requeue_job.organization_id);
     END IF;
     IF v_job.workflow_run_id IS NOT NULL THEN
-        RAISE EXCEPTION 'job.in_workflow_run' USING
-            ERRCODE = 'RQ001',
-            DETAIL = format(
+        PERFORM pgrun._raise(
+            'job.in_workflow_run',
+            format(
                 'job %s (%s) is the job of step %s of workflow run %s (%s); a workflow step''s job is not requeued',
                 v_job.id, v_job.status, pgrun._shown(v_job.workflow_step_key), v_job.workflow_run_id,
                 coalesce(
                     (SELECT r.status FROM pgrun.workflow_runs AS r WHERE r.id = v_job.workflow_run_id), 'not found'
                 )
             ),
-            HINT = 'A step''s outcome is acted on when its job finishes (its dependents released or skipped, the '
+            'A step''s outcome is acted on when its job finishes (its dependents released or skipped, the '
                 'run perhaps finished), so one step cannot be rerun alone. Enqueue a new workflow run instead, for '
-                'example with the steps that failed and those that depend on them: a run is retried as a whole.';
+                'example with the steps that failed and those that depend on them: a run is retried as a whole.'
+        );
     END IF;
     IF v_job.status NOT IN ('dead', 'cancelled') THEN
-        RAISE EXCEPTION 'job.not_requeueable' USING
-            ERRCODE = 'RQ001',
-            DETAIL = format('job %s is %s; only dead and cancelled jobs can be requeued', v_job.id, v_job.status),
-            HINT = 'A queued or running job is already in the queue; a succeeded job is done '
-                '(enqueue a new one to run it again).';
+        PERFORM pgrun._raise(
+            'job.not_requeueable',
+            format('job %s is %s; only dead and cancelled jobs can be requeued', v_job.id, v_job.status),
+            'A queued or running job is already in the queue; a succeeded job is done '
+                '(enqueue a new one to run it again).'
+        );
     END IF;
 
     WITH requeued AS (
