@@ -119,9 +119,9 @@ BEGIN
     SELECT array_agg(v_keys[v_path[g.i]] ORDER BY g.i DESC) INTO v_cycle
     FROM generate_series(v_seen[v_node], v_len) AS g (i);
 
-    RAISE EXCEPTION 'workflow.cycle_detected' USING
-        ERRCODE = 'RQ003',
-        DETAIL = format(
+    PERFORM pgrun._raise(
+        'workflow.cycle_detected',
+        format(
             'the dependencies form a cycle of %s steps: %s',
             cardinality(v_cycle),
             CASE WHEN cardinality(v_cycle) <= 10
@@ -130,7 +130,8 @@ BEGIN
                     || array_to_string(v_cycle[cardinality(v_cycle) - 2:] || v_cycle[1], ' -> ')
             END
         ) || ' (each step is needed by the next)',
-        HINT = 'A workflow is a DAG: remove one dependency of the cycle.';
+        'A workflow is a DAG: remove one dependency of the cycle.'
+    );
 END;
 $$;
 

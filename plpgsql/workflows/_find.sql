@@ -27,13 +27,14 @@ BEGIN
     WHERE r.id = p_run_id
       AND pgrun._in_scope(r.organization_id, v_scope.all_organizations, v_scope.organization_ids, v_scope.untenanted);
     IF NOT FOUND THEN
-        RAISE EXCEPTION 'workflow.run_not_found' USING
-            ERRCODE = 'RQ002',
-            DETAIL = format('no workflow run %s%s', p_run_id, CASE
+        PERFORM pgrun._raise(
+            'workflow.run_not_found',
+            format('no workflow run %s%s', p_run_id, CASE
                 WHEN p_organization_id IS NOT NULL THEN format(' in organization %s', p_organization_id)
                 ELSE ''
             END),
-            HINT = 'Check the run id (and the organization it belongs to).';
+            'Check the run id (and the organization it belongs to).'
+        );
     END IF;
 END;
 $$;

@@ -78,13 +78,14 @@ BEGIN
     -- snapshot per statement. Under REPEATABLE READ / SERIALIZABLE the same races end in a
     -- serialization failure, so they are refused up front.
     IF current_setting('transaction_isolation') NOT IN ('read committed', 'read uncommitted') THEN
-        RAISE EXCEPTION 'workflow.unsupported_isolation' USING
-            ERRCODE = 'RQ006',
-            DETAIL = format('a change to workflow run(s) %s at isolation level %s',
+        PERFORM pgrun._raise(
+            'workflow.unsupported_isolation',
+            format('a change to workflow run(s) %s at isolation level %s',
                 pgrun._clip(pg_catalog.array_to_string(p_run_ids, ', '), 200),
                 current_setting('transaction_isolation')),
-            HINT = 'Finish workflow jobs, append, complete external steps and cancel runs in a READ COMMITTED '
-                'transaction (the default).';
+            'Finish workflow jobs, append, complete external steps and cancel runs in a READ COMMITTED '
+                'transaction (the default).'
+        );
     END IF;
     IF p_mode = 'try_shared' THEN
         BEGIN
@@ -94,11 +95,12 @@ BEGIN
             ORDER BY r.id
             FOR KEY SHARE OF r NOWAIT;
         EXCEPTION WHEN lock_not_available THEN
-            RAISE EXCEPTION 'workflow.release_conflict' USING
-                ERRCODE = 'RQ001',
-                DETAIL = format('workflow run %s is being cancelled by another transaction',
+            PERFORM pgrun._raise(
+                'workflow.release_conflict',
+                format('workflow run %s is being cancelled by another transaction',
                     pg_catalog.array_to_string(p_run_ids, ', ')),
-                HINT = 'Retry the call; if the run was cancelled, the retry reports that.';
+                'Retry the call; if the run was cancelled, the retry reports that.'
+            );
         END;
     ELSIF p_mode = 'shared' THEN
         v_previous := pgrun._workflow_cap_lock_timeout();
@@ -109,13 +111,14 @@ BEGIN
             ORDER BY r.id
             FOR KEY SHARE OF r;
         EXCEPTION WHEN lock_not_available OR query_canceled THEN
-            RAISE EXCEPTION 'workflow.release_conflict' USING
-                ERRCODE = 'RQ001',
-                DETAIL = format(
+            PERFORM pgrun._raise(
+                'workflow.release_conflict',
+                format(
                     'timed out (%s) waiting for workflow run %s, which another transaction is cancelling',
                     SQLSTATE, pg_catalog.array_to_string(p_run_ids, ', ')
                 ),
-                HINT = 'Roll back and retry the whole transaction (the job''s terminal write included).';
+                'Roll back and retry the whole transaction (the job''s terminal write included).'
+            );
         END;
         PERFORM set_config('lock_timeout', v_previous, true);
     ELSIF p_mode = 'exclusive' THEN
@@ -125,10 +128,11 @@ BEGIN
         ORDER BY r.id
         FOR UPDATE OF r;
     ELSE
-        RAISE EXCEPTION 'workflow.internal_error' USING
-            ERRCODE = 'RQ005',
-            DETAIL = format('unknown lock mode %L', p_mode),
-            HINT = 'This is a bug in pgrun; please report it.';
+        PERFORM pgrun._raise(
+            'workflow.internal_error',
+            format('unknown lock mode %L', p_mode),
+            'This is a bug in pgrun; please report it.'
+        );
     END IF;
 END;
 $$;

@@ -84,27 +84,29 @@ DECLARE
     v_count integer;
 BEGIN
     IF p_steps IS NULL OR jsonb_typeof(p_steps) <> 'array' OR jsonb_array_length(p_steps) = 0 THEN
-        RAISE EXCEPTION 'workflow.invalid_spec' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('steps is %s, not a non-empty JSON array', CASE
+        PERFORM pgrun._raise(
+            'workflow.invalid_spec',
+            format('steps is %s, not a non-empty JSON array', CASE
                 WHEN p_steps IS NULL THEN 'missing'
                 WHEN jsonb_typeof(p_steps) = 'array' THEN 'an empty array'
                 ELSE 'a JSON ' || jsonb_typeof(p_steps)
             END),
-            HINT = 'Pass "steps": [{"key": "...", "job_type": "..."}, ...] (docs/workflows.md).';
+            'Pass "steps": [{"key": "...", "job_type": "..."}, ...] (docs/workflows.md).'
+        );
     END IF;
     v_count := jsonb_array_length(p_steps);
     IF v_count + p_existing_count > c_max_steps THEN
-        RAISE EXCEPTION 'workflow.too_many_steps' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format(
+        PERFORM pgrun._raise(
+            'workflow.too_many_steps',
+            format(
                 '%s steps%s; a run has at most %s',
                 v_count,
                 CASE WHEN p_existing_count > 0
                     THEN format(' added to the %s the run has', p_existing_count) ELSE '' END,
                 c_max_steps
             ),
-            HINT = 'Split the work into several runs, or batch small units into one step.';
+            'Split the work into several runs, or batch small units into one step.'
+        );
     END IF;
 END;
 $$;
@@ -266,11 +268,12 @@ BEGIN
     ORDER BY e.ord
     LIMIT 1;
     IF v_problem IS NOT NULL THEN
-        RAISE EXCEPTION 'workflow.invalid_step' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('step %s (%s): %s', v_ord, pgrun._clip(v_step ->> 'key', 200), v_problem),
-            HINT = 'A job step may name organization_id (a uuid), and delay (seconds, 0 to 100 years) '
-                'or run_at (a timestamp no later than 100 years from now), not both.';
+        PERFORM pgrun._raise(
+            'workflow.invalid_step',
+            format('step %s (%s): %s', v_ord, pgrun._clip(v_step ->> 'key', 200), v_problem),
+            'A job step may name organization_id (a uuid), and delay (seconds, 0 to 100 years) '
+                'or run_at (a timestamp no later than 100 years from now), not both.'
+        );
     END IF;
 END;
 $$;
@@ -305,14 +308,15 @@ BEGIN
     ORDER BY k.key
     LIMIT 1;
     IF v_key IS NOT NULL THEN
-        RAISE EXCEPTION 'workflow.duplicate_step_key' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format(
+        PERFORM pgrun._raise(
+            'workflow.duplicate_step_key',
+            format(
                 'step key %L is used more than once%s', v_key,
                 CASE WHEN v_key = ANY (p_existing_keys)
                     THEN ' (the run already has a step with this key)' ELSE '' END
             ),
-            HINT = 'Step keys are unique within a run.';
+            'Step keys are unique within a run.'
+        );
     END IF;
 END;
 $$;
@@ -353,10 +357,11 @@ BEGIN
     FROM jsonb_array_elements(p_steps) AS e (step)
     WHERE jsonb_typeof(e.step -> 'depends_on') = 'array';
     IF v_edges > c_max_dependencies THEN
-        RAISE EXCEPTION 'workflow.too_many_dependencies' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('%s dependencies in one call; the limit is %s', v_edges, c_max_dependencies),
-            HINT = 'Fan in through intermediate steps, or split the work into several runs.';
+        PERFORM pgrun._raise(
+            'workflow.too_many_dependencies',
+            format('%s dependencies in one call; the limit is %s', v_edges, c_max_dependencies),
+            'Fan in through intermediate steps, or split the work into several runs.'
+        );
     END IF;
 
     -- Prerequisite keys that name no step, as a set difference (no per-edge lookups).
@@ -443,7 +448,7 @@ BEGIN
             WHEN 'workflow.self_dependency' THEN 'Remove the step from its own depends_on.'
             ELSE 'Every dependency must name a step of the same run.'
         END;
-        RAISE EXCEPTION USING MESSAGE = v_code, ERRCODE = 'RQ003', DETAIL = v_detail, HINT = v_hint;
+        PERFORM pgrun._raise(v_code, v_detail, v_hint);
     END IF;
 END;
 $$;
@@ -539,10 +544,11 @@ BEGIN
     LEFT JOIN per_step AS p ON p.key = s.key;
 
     IF v_detail IS NOT NULL THEN
-        RAISE EXCEPTION 'workflow.duplicate_dependency' USING
-            ERRCODE = 'RQ003',
-            DETAIL = v_detail,
-            HINT = 'List each prerequisite once, with the release_mode you mean.';
+        PERFORM pgrun._raise(
+            'workflow.duplicate_dependency',
+            v_detail,
+            'List each prerequisite once, with the release_mode you mean.'
+        );
     END IF;
     RETURN v_norm;
 END;

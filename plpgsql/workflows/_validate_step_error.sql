@@ -95,7 +95,7 @@ BEGIN
             );
             v_hint := 'depends_on is an array of step keys or {"step": key, "release_mode": mode} objects.';
     END CASE;
-    RAISE EXCEPTION USING MESSAGE = p_code, ERRCODE = 'RQ003', DETAIL = v_detail, HINT = v_hint;
+    PERFORM pgrun._raise(p_code, v_detail, v_hint);
 END;
 $$;
 

@@ -64,14 +64,15 @@ DECLARE
 BEGIN
     IF append_workflow_steps.run_id IS NULL
         OR length(append_workflow_steps.mutation_key) NOT BETWEEN 1 AND 256 THEN
-        RAISE EXCEPTION 'workflow.invalid_argument' USING
-            ERRCODE = 'RQ003',
-            DETAIL = CASE
+        PERFORM pgrun._raise(
+            'workflow.invalid_argument',
+            CASE
                 WHEN append_workflow_steps.run_id IS NULL THEN 'run_id must not be NULL'
                 ELSE format('mutation_key is %s characters long; it must have 1..256',
                     length(append_workflow_steps.mutation_key))
             END,
-            HINT = 'Pass the run id and a mutation_key of 1..256 characters (or NULL for an unkeyed append).';
+            'Pass the run id and a mutation_key of 1..256 characters (or NULL for an unkeyed append).'
+        );
     END IF;
 
     -- Shape first (it needs no lock); the checks against the run's steps come later.
@@ -94,15 +95,16 @@ BEGIN
         WHERE m.run_id = append_workflow_steps.run_id AND m.mutation_key = append_workflow_steps.mutation_key;
         IF FOUND THEN
             IF v_mutation.request IS DISTINCT FROM v_request THEN
-                RAISE EXCEPTION 'workflow.append_conflicting_retry' USING
-                    ERRCODE = 'RQ001',
-                    DETAIL = format(
+                PERFORM pgrun._raise(
+                    'workflow.append_conflicting_retry',
+                    format(
                         'mutation_key %L of workflow run %s already names mutation %s, made with a different '
                         'request (differs in: %s)',
                         append_workflow_steps.mutation_key, append_workflow_steps.run_id, v_mutation.id,
                         pgrun._workflow_diff_requests(v_mutation.request, v_request)
                     ),
-                    HINT = 'Resend the original steps unchanged, or use a new mutation_key for different steps.';
+                    'Resend the original steps unchanged, or use a new mutation_key for different steps.'
+                );
             END IF;
             RETURN QUERY SELECT v_mutation.id, false, v_mutation.step_keys, v_status;
             RETURN;
@@ -110,11 +112,12 @@ BEGIN
     END IF;
 
     IF v_status <> 'running' THEN
-        RAISE EXCEPTION 'workflow.run_finished' USING
-            ERRCODE = 'RQ001',
-            DETAIL = format('workflow run %s is %s; steps can only be appended to a running run',
+        PERFORM pgrun._raise(
+            'workflow.run_finished',
+            format('workflow run %s is %s; steps can only be appended to a running run',
                 append_workflow_steps.run_id, v_status),
-            HINT = 'Start a new run for more work.';
+            'Start a new run for more work.'
+        );
     END IF;
 
     -- Checks against the run's steps: the step limit, key clashes, unknown prerequisites.
@@ -125,19 +128,21 @@ BEGIN
     FROM jsonb_array_elements(v_steps) AS s (step);
 
     IF cardinality(v_existing) + cardinality(v_keys) > c_max_steps THEN
-        RAISE EXCEPTION 'workflow.too_many_steps' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('%s steps added to the %s the run has; a run has at most %s',
+        PERFORM pgrun._raise(
+            'workflow.too_many_steps',
+            format('%s steps added to the %s the run has; a run has at most %s',
                 cardinality(v_keys), cardinality(v_existing), c_max_steps),
-            HINT = 'Split the work into several runs, or batch small units into one step.';
+            'Split the work into several runs, or batch small units into one step.'
+        );
     END IF;
 
     SELECT min(k.key) INTO v_bad FROM unnest(v_keys) AS k (key) WHERE k.key = ANY (v_existing);
     IF v_bad IS NOT NULL THEN
-        RAISE EXCEPTION 'workflow.duplicate_step_key' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('step key %L is used more than once (the run already has a step with this key)', v_bad),
-            HINT = 'Step keys are unique within a run.';
+        PERFORM pgrun._raise(
+            'workflow.duplicate_step_key',
+            format('step key %L is used more than once (the run already has a step with this key)', v_bad),
+            'Step keys are unique within a run.'
+        );
     END IF;
 
     SELECT format('step %s: it depends on %s, which is not a step of the run or of this append',
@@ -152,10 +157,11 @@ BEGIN
     ORDER BY x.key, x.dep_key
     LIMIT 1;
     IF v_bad IS NOT NULL THEN
-        RAISE EXCEPTION 'workflow.unknown_dependency' USING
-            ERRCODE = 'RQ003',
-            DETAIL = v_bad,
-            HINT = 'Every dependency must name a step of the same run.';
+        PERFORM pgrun._raise(
+            'workflow.unknown_dependency',
+            v_bad,
+            'Every dependency must name a step of the same run.'
+        );
     END IF;
 
     INSERT INTO pgrun.workflow_run_mutations AS m (run_id, kind, mutation_key, request, step_keys, created_at)

@@ -62,10 +62,11 @@ DECLARE
     v_org uuid;
 BEGIN
     IF cancel_workflow_run.run_id IS NULL THEN
-        RAISE EXCEPTION 'workflow.invalid_argument' USING
-            ERRCODE = 'RQ003',
-            DETAIL = 'run_id must not be NULL',
-            HINT = 'Pass the id of the run to cancel.';
+        PERFORM pgrun._raise(
+            'workflow.invalid_argument',
+            'run_id must not be NULL',
+            'Pass the id of the run to cancel.'
+        );
     END IF;
 
     SELECT f.status, f.organization_id INTO v_status, v_org
@@ -78,11 +79,12 @@ BEGIN
     WHILE NOT v_settled LOOP
         v_round := v_round + 1;
         IF v_round > c_max_rounds THEN
-            RAISE EXCEPTION 'workflow.release_conflict' USING
-                ERRCODE = 'RQ001',
-                DETAIL = format('workflow run %s kept creating jobs while it was being cancelled',
+            PERFORM pgrun._raise(
+                'workflow.release_conflict',
+                format('workflow run %s kept creating jobs while it was being cancelled',
                     cancel_workflow_run.run_id),
-                HINT = 'Retry the cancel.';
+                'Retry the cancel.'
+            );
         END IF;
 
         -- 1. The unfinished job rows, in id order.
@@ -104,7 +106,7 @@ BEGIN
                   AND jb.status IN ('queued', 'running')
                   AND jb.id <> ALL (v_locked)
             ) THEN
-                RAISE EXCEPTION 'workflow.cancel_retry' USING ERRCODE = 'RQ005';
+                PERFORM pgrun._raise('workflow.cancel_retry');
             END IF;
             v_settled := true;
         EXCEPTION WHEN SQLSTATE 'RQ005' THEN
@@ -123,10 +125,11 @@ BEGIN
         RETURN QUERY SELECT v_status, false, 0, 0, 0;
         RETURN;
     ELSIF v_status <> 'running' THEN
-        RAISE EXCEPTION 'workflow.run_finished' USING
-            ERRCODE = 'RQ001',
-            DETAIL = format('workflow run %s already %s', cancel_workflow_run.run_id, v_status),
-            HINT = 'A finished run cannot be cancelled.';
+        PERFORM pgrun._raise(
+            'workflow.run_finished',
+            format('workflow run %s already %s', cancel_workflow_run.run_id, v_status),
+            'A finished run cannot be cancelled.'
+        );
     END IF;
 
     WITH cancelled AS (

@@ -76,16 +76,18 @@ DECLARE
     v_allowed boolean;
 BEGIN
     IF enqueue_workflow.spec IS NULL OR jsonb_typeof(enqueue_workflow.spec) <> 'object' THEN
-        RAISE EXCEPTION 'workflow.invalid_spec' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('spec is %s, not a JSON object', coalesce('a JSON ' || jsonb_typeof(enqueue_workflow.spec), 'NULL')),
-            HINT = 'Pass {"steps": [...], ...} as described in docs/workflows.md.';
+        PERFORM pgrun._raise(
+            'workflow.invalid_spec',
+            format('spec is %s, not a JSON object', coalesce('a JSON ' || jsonb_typeof(enqueue_workflow.spec), 'NULL')),
+            'Pass {"steps": [...], ...} as described in docs/workflows.md.'
+        );
     END IF;
     IF pg_column_size(enqueue_workflow.spec) > c_max_spec_bytes THEN
-        RAISE EXCEPTION 'workflow.spec_too_large' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('spec is %s bytes; the limit is %s', pg_column_size(enqueue_workflow.spec), c_max_spec_bytes),
-            HINT = 'Store large data elsewhere and pass references in the payloads.';
+        PERFORM pgrun._raise(
+            'workflow.spec_too_large',
+            format('spec is %s bytes; the limit is %s', pg_column_size(enqueue_workflow.spec), c_max_spec_bytes),
+            'Store large data elsewhere and pass references in the payloads.'
+        );
     END IF;
 
     v_problem := CASE
@@ -119,12 +121,13 @@ BEGIN
             THEN 'metadata is nested more than 100 levels deep (arrays and objects)'
     END;
     IF v_problem IS NOT NULL THEN
-        RAISE EXCEPTION 'workflow.invalid_spec' USING
-            ERRCODE = 'RQ003',
-            DETAIL = v_problem,
-            HINT = 'A spec has steps and optionally name (1..200 characters), idempotency_key (1..256), '
+        PERFORM pgrun._raise(
+            'workflow.invalid_spec',
+            v_problem,
+            'A spec has steps and optionally name (1..200 characters), idempotency_key (1..256), '
                 'organization_id (a uuid) and metadata (an object nested at most 100 levels); see '
-                'docs/workflows.md.';
+                'docs/workflows.md.'
+        );
     END IF;
 
     v_name := enqueue_workflow.spec ->> 'name';
@@ -137,10 +140,11 @@ BEGIN
     END IF;
     v_metadata := coalesce(nullif(enqueue_workflow.spec -> 'metadata', 'null'::jsonb), '{}'::jsonb);
     IF pg_column_size(v_metadata) > c_max_metadata_bytes THEN
-        RAISE EXCEPTION 'workflow.payload_too_large' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('metadata is %s bytes; the limit is %s', pg_column_size(v_metadata), c_max_metadata_bytes),
-            HINT = 'Keep run metadata small (labels, ids); put data in step payloads or elsewhere.';
+        PERFORM pgrun._raise(
+            'workflow.payload_too_large',
+            format('metadata is %s bytes; the limit is %s', pg_column_size(v_metadata), c_max_metadata_bytes),
+            'Keep run metadata small (labels, ids); put data in step payloads or elsewhere.'
+        );
     END IF;
 
     v_steps := pgrun._workflow_check_steps(enqueue_workflow.spec -> 'steps', '{}');
@@ -151,13 +155,14 @@ BEGIN
     -- READ UNCOMMITTED is READ COMMITTED in PostgreSQL: both see the concurrent insert.
     IF v_key IS NOT NULL
         AND current_setting('transaction_isolation') NOT IN ('read committed', 'read uncommitted') THEN
-        RAISE EXCEPTION 'workflow.enqueue_idempotency_unsupported_isolation' USING
-            ERRCODE = 'RQ006',
-            DETAIL = format(
+        PERFORM pgrun._raise(
+            'workflow.enqueue_idempotency_unsupported_isolation',
+            format(
                 'a keyed workflow enqueue ran at isolation level %s', current_setting('transaction_isolation')
             ),
-            HINT = 'Run keyed enqueues in a READ COMMITTED transaction (the default), or leave out the '
-                'idempotency key.';
+            'Run keyed enqueues in a READ COMMITTED transaction (the default), or leave out the '
+                'idempotency key.'
+        );
     END IF;
 
     INSERT INTO pgrun.workflow_runs AS r (
@@ -183,22 +188,24 @@ BEGIN
           AND coalesce(r.organization_id, c_no_org) = coalesce(v_org, c_no_org)
           AND r.idempotency_key = v_key;
         IF v_existing_id IS NULL THEN
-            RAISE EXCEPTION 'workflow.enqueue_idempotency_race' USING
-                ERRCODE = '40001',
-                DETAIL = 'the run holding this idempotency key was deleted while the call ran',
-                HINT = 'Retry the call.';
+            PERFORM pgrun._raise(
+                'workflow.enqueue_idempotency_race',
+                'the run holding this idempotency key was deleted while the call ran',
+                'Retry the call.'
+            );
         END IF;
         IF v_existing_request IS DISTINCT FROM v_request THEN
-            RAISE EXCEPTION 'workflow.enqueue_conflicting_retry' USING
-                ERRCODE = 'RQ001',
-                DETAIL = format(
+            PERFORM pgrun._raise(
+                'workflow.enqueue_conflicting_retry',
+                format(
                     'the idempotency key already names workflow run %s, enqueued with a different request '
                     '(differs in: %s)',
                     v_existing_id,
                     pgrun._workflow_diff_requests(v_existing_request, v_request)
                 ),
-                HINT = 'Resend the original request unchanged, or use a new idempotency key for a '
-                    'different request.';
+                'Resend the original request unchanged, or use a new idempotency key for a '
+                    'different request.'
+            );
         END IF;
         RETURN QUERY SELECT v_existing_id, false, v_existing_status;
         RETURN;

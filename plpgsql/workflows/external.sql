@@ -48,23 +48,26 @@ DECLARE
 BEGIN
     IF complete_external_step.run_id IS NULL OR complete_external_step.step_key IS NULL
         OR complete_external_step.succeeded IS NULL THEN
-        RAISE EXCEPTION 'workflow.invalid_argument' USING
-            ERRCODE = 'RQ003',
-            DETAIL = 'run_id, step_key and succeeded must not be NULL',
-            HINT = 'Pass the run id, the external step''s key and whether it succeeded.';
+        PERFORM pgrun._raise(
+            'workflow.invalid_argument',
+            'run_id, step_key and succeeded must not be NULL',
+            'Pass the run id, the external step''s key and whether it succeeded.'
+        );
     END IF;
     IF pg_column_size(complete_external_step.output) > c_max_output_bytes THEN
-        RAISE EXCEPTION 'workflow.payload_too_large' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('output is %s bytes; the limit is %s',
+        PERFORM pgrun._raise(
+            'workflow.payload_too_large',
+            format('output is %s bytes; the limit is %s',
                 pg_column_size(complete_external_step.output), c_max_output_bytes),
-            HINT = 'Store large data elsewhere and pass a reference as the output.';
+            'Store large data elsewhere and pass a reference as the output.'
+        );
     END IF;
     IF NOT pgrun._json_depth_ok(complete_external_step.output) THEN
-        RAISE EXCEPTION 'workflow.invalid_output' USING
-            ERRCODE = 'RQ003',
-            DETAIL = 'output is nested more than 100 levels deep (arrays and objects)',
-            HINT = 'Flatten the output: pgrun stores JSON nested at most 100 levels.';
+        PERFORM pgrun._raise(
+            'workflow.invalid_output',
+            'output is nested more than 100 levels deep (arrays and objects)',
+            'Flatten the output: pgrun stores JSON nested at most 100 levels.'
+        );
     END IF;
     v_target := CASE WHEN complete_external_step.succeeded THEN 'succeeded' ELSE 'failed' END;
 
@@ -81,37 +84,41 @@ BEGIN
     WHERE s.run_id = complete_external_step.run_id AND s.step_key = complete_external_step.step_key
     FOR NO KEY UPDATE OF s;
     IF NOT FOUND THEN
-        RAISE EXCEPTION 'workflow.step_not_found' USING
-            ERRCODE = 'RQ002',
-            DETAIL = format('workflow run %s has no step %s',
+        PERFORM pgrun._raise(
+            'workflow.step_not_found',
+            format('workflow run %s has no step %s',
                 complete_external_step.run_id, pgrun._shown(complete_external_step.step_key)),
-            HINT = 'Check the step key (keys are case-sensitive).';
+            'Check the step key (keys are case-sensitive).'
+        );
     END IF;
     IF v_step.kind <> 'external' THEN
-        RAISE EXCEPTION 'workflow.step_not_external' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('step %L of workflow run %s is a job step',
+        PERFORM pgrun._raise(
+            'workflow.step_not_external',
+            format('step %L of workflow run %s is a job step',
                 complete_external_step.step_key, complete_external_step.run_id),
-            HINT = 'A job step finishes when its job does (complete_job, fail_job); only external steps '
-                'are closed with complete_external_step.';
+            'A job step finishes when its job does (complete_job, fail_job); only external steps '
+                'are closed with complete_external_step.'
+        );
     END IF;
 
     IF v_step.status = 'blocked' THEN
-        RAISE EXCEPTION 'workflow.step_not_waiting' USING
-            ERRCODE = 'RQ001',
-            DETAIL = format('step %L of workflow run %s is still blocked by its prerequisites',
+        PERFORM pgrun._raise(
+            'workflow.step_not_waiting',
+            format('step %L of workflow run %s is still blocked by its prerequisites',
                 complete_external_step.step_key, complete_external_step.run_id),
-            HINT = 'Close an external step once it is waiting_for_external (get_workflow_run shows it).';
+            'Close an external step once it is waiting_for_external (get_workflow_run shows it).'
+        );
     ELSIF v_step.status <> 'waiting_for_external' THEN
         IF v_step.status = v_target AND v_step.output IS NOT DISTINCT FROM complete_external_step.output THEN
             RETURN QUERY SELECT v_step.status::text, v_run_status, false;
             RETURN;
         END IF;
-        RAISE EXCEPTION 'workflow.step_already_finished' USING
-            ERRCODE = 'RQ001',
-            DETAIL = format('step %L of workflow run %s is already %s',
+        PERFORM pgrun._raise(
+            'workflow.step_already_finished',
+            format('step %L of workflow run %s is already %s',
                 complete_external_step.step_key, complete_external_step.run_id, v_step.status),
-            HINT = 'A finished step cannot be closed again with a different outcome.';
+            'A finished step cannot be closed again with a different outcome.'
+        );
     END IF;
 
     UPDATE pgrun.workflow_steps AS s

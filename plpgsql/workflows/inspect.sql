@@ -124,14 +124,15 @@ BEGIN
       AND pgrun._in_scope(r.organization_id, v_scope.all_organizations, v_scope.organization_ids, v_scope.untenanted);
 
     IF v_run IS NULL THEN
-        RAISE EXCEPTION 'workflow.run_not_found' USING
-            ERRCODE = 'RQ002',
-            DETAIL = format(
+        PERFORM pgrun._raise(
+            'workflow.run_not_found',
+            format(
                 'no workflow run %s%s', coalesce(get_workflow_run.run_id::text, 'NULL'),
                 CASE WHEN get_workflow_run.organization_id IS NULL THEN ''
                     ELSE format(' in organization %s', get_workflow_run.organization_id) END
             ),
-            HINT = 'Check the run id (and the organization it belongs to).';
+            'Check the run id (and the organization it belongs to).'
+        );
     END IF;
     RETURN v_run;
 END;
@@ -164,16 +165,18 @@ DECLARE
     v_scope record;
 BEGIN
     IF p_status IS NOT NULL AND p_status NOT IN ('running', 'succeeded', 'failed', 'cancelled') THEN
-        RAISE EXCEPTION 'workflow.invalid_status' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('status %s is not a workflow run status', pgrun._shown(p_status)),
-            HINT = 'Use one of running, succeeded, failed, cancelled, or NULL for all.';
+        PERFORM pgrun._raise(
+            'workflow.invalid_status',
+            format('status %s is not a workflow run status', pgrun._shown(p_status)),
+            'Use one of running, succeeded, failed, cancelled, or NULL for all.'
+        );
     END IF;
     IF v_limit NOT BETWEEN 1 AND 1000 THEN
-        RAISE EXCEPTION 'workflow.invalid_max_rows' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('max_rows %s is outside 1..1000', v_limit),
-            HINT = 'Page with after_id instead of asking for more rows at once.';
+        PERFORM pgrun._raise(
+            'workflow.invalid_max_rows',
+            format('max_rows %s is outside 1..1000', v_limit),
+            'Page with after_id instead of asking for more rows at once.'
+        );
     END IF;
 
     SELECT c.all_organizations, c.organization_ids, c.untenanted INTO v_scope
