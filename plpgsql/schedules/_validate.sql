@@ -258,11 +258,12 @@ BEGIN
         END IF;
     END IF;
     IF v_problem IS NOT NULL THEN
-        RAISE EXCEPTION 'schedule.invalid_cron' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('cron %s: %s', pgrun._shown(p_cron), v_problem),
-            HINT = 'Use 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds last, '
-                'e.g. ''*/5 * * * *'', or a macro such as @hourly (docs/schedules.md has the grammar).';
+        PERFORM pgrun._raise(
+            'schedule.invalid_cron',
+            format('cron %s: %s', pgrun._shown(p_cron), v_problem),
+            'Use 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds last, '
+                'e.g. ''*/5 * * * *'', or a macro such as @hourly (docs/schedules.md has the grammar).'
+        );
     END IF;
     RETURN v_cron;
 END;
@@ -285,12 +286,13 @@ BEGIN
     IF p_timezone IS NULL OR length(p_timezone) > 200 OR NOT EXISTS (
         SELECT FROM pg_catalog.pg_timezone_names AS z WHERE z.name = p_timezone
     ) THEN
-        RAISE EXCEPTION 'schedule.invalid_timezone' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('time zone %s is not a zone name PostgreSQL knows',
+        PERFORM pgrun._raise(
+            'schedule.invalid_timezone',
+            format('time zone %s is not a zone name PostgreSQL knows',
                 pgrun._shown(p_timezone)),
-            HINT = 'Use an IANA zone name such as UTC or Europe/Berlin (see pg_timezone_names); '
-                'fixed offsets and abbreviations are not accepted.';
+            'Use an IANA zone name such as UTC or Europe/Berlin (see pg_timezone_names); '
+                'fixed offsets and abbreviations are not accepted.'
+        );
     END IF;
 END;
 $$;
@@ -345,11 +347,12 @@ BEGIN
             THEN 'a scope appears more than once'
     END;
     IF v_problem IS NOT NULL THEN
-        RAISE EXCEPTION 'schedule.invalid_scopes' USING
-            ERRCODE = 'RQ003',
-            DETAIL = v_problem,
-            HINT = 'scope_kind none takes no scopes; organization takes organization uuids; key takes '
-                'distinct non-empty keys (at most 10000, each up to 200 characters).';
+        PERFORM pgrun._raise(
+            'schedule.invalid_scopes',
+            v_problem,
+            'scope_kind none takes no scopes; organization takes organization uuids; key takes '
+                'distinct non-empty keys (at most 10000, each up to 200 characters).'
+        );
     END IF;
     IF p_scope_kind = 'none' THEN
         RETURN '{}'::text[];
@@ -376,10 +379,11 @@ IMMUTABLE
 AS $$
 BEGIN
     IF p_organization_id = '00000000-0000-0000-0000-000000000000'::uuid THEN
-        RAISE EXCEPTION 'schedule.invalid_organization' USING
-            ERRCODE = 'RQ003',
-            DETAIL = 'organization_id is the nil uuid',
-            HINT = 'Pass the organization''s uuid, or NULL for the schedules without an organization.';
+        PERFORM pgrun._raise(
+            'schedule.invalid_organization',
+            'organization_id is the nil uuid',
+            'Pass the organization''s uuid, or NULL for the schedules without an organization.'
+        );
     END IF;
 END;
 $$;
@@ -398,11 +402,12 @@ IMMUTABLE
 AS $$
 BEGIN
     IF p_scheduler_id IS NULL OR length(p_scheduler_id) > 200 OR btrim(p_scheduler_id) = '' THEN
-        RAISE EXCEPTION 'schedule.invalid_scheduler_id' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('scheduler_id %s is NULL, blank or longer than 200 characters',
+        PERFORM pgrun._raise(
+            'schedule.invalid_scheduler_id',
+            format('scheduler_id %s is NULL, blank or longer than 200 characters',
                 pgrun._shown(p_scheduler_id)),
-            HINT = 'Pass a stable, non-empty name for the scheduler process (e.g. host:pid).';
+            'Pass a stable, non-empty name for the scheduler process (e.g. host:pid).'
+        );
     END IF;
 END;
 $$;
@@ -427,15 +432,16 @@ DECLARE
 BEGIN
     SELECT s.* INTO v_s FROM pgrun.job_schedules AS s WHERE s.id = p_schedule_id FOR UPDATE;
     IF v_s.id IS NULL THEN
-        RAISE EXCEPTION 'schedule.not_found' USING
-            ERRCODE = 'RQ002',
-            DETAIL = format('no schedule with id %s', p_schedule_id),
-            HINT = 'The schedule was deleted; drop the plan.';
+        PERFORM pgrun._raise(
+            'schedule.not_found',
+            format('no schedule with id %s', p_schedule_id),
+            'The schedule was deleted; drop the plan.'
+        );
     END IF;
     IF v_s.claim_token IS DISTINCT FROM p_claim_token OR v_s.claim_expires_at <= p_now THEN
-        RAISE EXCEPTION 'schedule.claim_lost' USING
-            ERRCODE = 'RQ004',
-            DETAIL = format(
+        PERFORM pgrun._raise(
+            'schedule.claim_lost',
+            format(
                 'schedule %s (%s): %s', v_s.id, v_s.name,
                 CASE
                     WHEN v_s.claim_token IS NULL
@@ -445,8 +451,9 @@ BEGIN
                     ELSE format('scheduler %s claimed it since, until %s', v_s.claimed_by, v_s.claim_expires_at)
                 END
             ),
-            HINT = 'Drop this plan: another scheduler (or the next pass) plans the schedule from its '
-                'current state.';
+            'Drop this plan: another scheduler (or the next pass) plans the schedule from its '
+                'current state.'
+        );
     END IF;
     RETURN v_s;
 END;
@@ -476,10 +483,11 @@ DECLARE
     v_allowed boolean;
 BEGIN
     IF p_name IS NULL THEN
-        RAISE EXCEPTION 'schedule.invalid_name' USING
-            ERRCODE = 'RQ003',
-            DETAIL = 'name is NULL',
-            HINT = 'Pass the schedule''s name (and its organization_id, if it has one).';
+        PERFORM pgrun._raise(
+            'schedule.invalid_name',
+            'name is NULL',
+            'Pass the schedule''s name (and its organization_id, if it has one).'
+        );
     END IF;
     PERFORM pgrun._schedule_check_organization(p_organization_id);
     SELECT o.organization_id, o.allowed INTO organization_id, v_allowed
@@ -493,13 +501,14 @@ BEGIN
         FOR UPDATE;
     END IF;
     IF schedule_id IS NULL THEN
-        RAISE EXCEPTION 'schedule.not_found' USING
-            ERRCODE = 'RQ002',
-            DETAIL = format('no schedule %s%s', pgrun._shown(p_name),
+        PERFORM pgrun._raise(
+            'schedule.not_found',
+            format('no schedule %s%s', pgrun._shown(p_name),
                 CASE WHEN _schedule_lock.organization_id IS NULL THEN ' without an organization'
                     ELSE format(' in organization %s', _schedule_lock.organization_id) END),
-            HINT = 'Check the name and the organization_id (a schedule of an organization is only '
-                'found with that organization_id).';
+            'Check the name and the organization_id (a schedule of an organization is only '
+                'found with that organization_id).'
+        );
     END IF;
 END;
 $$;

@@ -55,18 +55,20 @@ DECLARE
 BEGIN
     PERFORM pgrun._schedule_check_scheduler_id(claim_due_schedules.scheduler_id);
     IF claim_due_schedules.max_schedules IS NULL OR claim_due_schedules.max_schedules NOT BETWEEN 1 AND 1000 THEN
-        RAISE EXCEPTION 'schedule.invalid_max_schedules' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('max_schedules %s is outside 1..1000',
+        PERFORM pgrun._raise(
+            'schedule.invalid_max_schedules',
+            format('max_schedules %s is outside 1..1000',
                 coalesce(claim_due_schedules.max_schedules::text, 'NULL')),
-            HINT = 'Claim a bounded batch and call again while a batch comes back full.';
+            'Claim a bounded batch and call again while a batch comes back full.'
+        );
     END IF;
     IF claim_due_schedules.lease_seconds IS NULL OR claim_due_schedules.lease_seconds NOT BETWEEN 1 AND 3600 THEN
-        RAISE EXCEPTION 'schedule.invalid_lease_seconds' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('lease_seconds %s is outside 1..3600',
+        PERFORM pgrun._raise(
+            'schedule.invalid_lease_seconds',
+            format('lease_seconds %s is outside 1..3600',
                 coalesce(claim_due_schedules.lease_seconds::text, 'NULL')),
-            HINT = 'Pass how long the scheduler may take between claim_due_schedules and fire_schedule.';
+            'Pass how long the scheduler may take between claim_due_schedules and fire_schedule.'
+        );
     END IF;
 
     RETURN QUERY

@@ -155,11 +155,12 @@ DECLARE
 BEGIN
     PERFORM pgrun._schedule_check_organization(p_organization_id);
     IF v_limit NOT BETWEEN 1 AND 1000 THEN
-        RAISE EXCEPTION 'schedule.invalid_max_rows' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('max_rows %s is outside 1..1000', v_limit),
-            HINT = 'Page with after_id (the last schedule_id of the page before) instead of asking for more '
-                'rows at once.';
+        PERFORM pgrun._raise(
+            'schedule.invalid_max_rows',
+            format('max_rows %s is outside 1..1000', v_limit),
+            'Page with after_id (the last schedule_id of the page before) instead of asking for more '
+                'rows at once.'
+        );
     END IF;
     RETURN v_limit;
 END;

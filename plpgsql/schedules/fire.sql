@@ -91,15 +91,16 @@ DECLARE
     v_created boolean[];
 BEGIN
     IF fire_schedule.schedule_id IS NULL OR fire_schedule.claim_token IS NULL OR fire_schedule.keep_claim IS NULL THEN
-        RAISE EXCEPTION 'schedule.invalid_argument' USING
-            ERRCODE = 'RQ003',
-            DETAIL = CASE
+        PERFORM pgrun._raise(
+            'schedule.invalid_argument',
+            CASE
                 WHEN fire_schedule.schedule_id IS NULL THEN 'schedule_id is NULL'
                 WHEN fire_schedule.claim_token IS NULL THEN 'claim_token is NULL: fire_schedule fires only under a claim'
                 ELSE 'keep_claim is NULL'
             END,
-            HINT = 'Pass the schedule_id and claim_token claim_due_schedules returned; to fire a schedule '
-                'by hand, an admin calls run_schedule_now.';
+            'Pass the schedule_id and claim_token claim_due_schedules returned; to fire a schedule '
+                'by hand, an admin calls run_schedule_now.'
+        );
     END IF;
     IF fire_schedule.scheduler_id IS NOT NULL THEN
         PERFORM pgrun._schedule_check_scheduler_id(fire_schedule.scheduler_id);
@@ -131,11 +132,12 @@ BEGIN
             THEN format('planned_until %s is before a plan time', fire_schedule.planned_until)
     END;
     IF v_problem IS NOT NULL THEN
-        RAISE EXCEPTION 'schedule.invalid_plan_times' USING
-            ERRCODE = 'RQ003',
-            DETAIL = v_problem,
-            HINT = 'Pass the plan times computed from claim_due_schedules'' db_now: finite, from 1970 on, not '
-                'after it, at most 10000; planned_until between the latest of them and now.';
+        PERFORM pgrun._raise(
+            'schedule.invalid_plan_times',
+            v_problem,
+            'Pass the plan times computed from claim_due_schedules'' db_now: finite, from 1970 on, not '
+                'after it, at most 10000; planned_until between the latest of them and now.'
+        );
     END IF;
     v_times := ARRAY(SELECT DISTINCT u.t FROM unnest(fire_schedule.plan_times) AS u (t) ORDER BY u.t);
     v_max_time := v_times[cardinality(v_times)];
@@ -146,16 +148,17 @@ BEGIN
         OR fire_schedule.next_run_at < c_min_time
         OR fire_schedule.next_run_at <= v_max_time
         OR fire_schedule.next_run_at > v_now + c_max_next_run THEN
-        RAISE EXCEPTION 'schedule.invalid_next_run_at' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format(
+        PERFORM pgrun._raise(
+            'schedule.invalid_next_run_at',
+            format(
                 'next_run_at %s is NULL, not finite, before %s, not after the latest plan time %s, or more '
                 'than %s after now (%s)',
                 coalesce(fire_schedule.next_run_at::text, 'NULL'), c_min_time, coalesce(v_max_time::text, '(none)'),
                 c_max_next_run, v_now
             ),
-            HINT = 'Pass the first plan time after the database''s now, computed from the cron expression '
-                '(or, with keep_claim, the first plan time after this chunk).';
+            'Pass the first plan time after the database''s now, computed from the cron expression '
+                '(or, with keep_claim, the first plan time after this chunk).'
+        );
     END IF;
 
     v_s := pgrun._schedule_lock_claimed(fire_schedule.schedule_id, fire_schedule.claim_token, v_now);
@@ -233,12 +236,13 @@ DECLARE
     v_schedule_ids uuid[];
 BEGIN
     IF cardinality(p_times) * cardinality(v_scopes) > 10000 THEN
-        RAISE EXCEPTION 'schedule.invalid_plan_times' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('%s plan times x %s scopes is over 10000 ticks in one call',
+        PERFORM pgrun._raise(
+            'schedule.invalid_plan_times',
+            format('%s plan times x %s scopes is over 10000 ticks in one call',
                 cardinality(p_times), cardinality(v_scopes)),
-            HINT = 'Fire a long catch-up in chunks of at most 10000 ticks under one claim (keep_claim => true '
-                'on every chunk but the last).';
+            'Fire a long catch-up in chunks of at most 10000 ticks under one claim (keep_claim => true '
+                'on every chunk but the last).'
+        );
     END IF;
 
     WITH wanted AS MATERIALIZED (
@@ -307,13 +311,14 @@ STABLE
 AS $$
 BEGIN
     IF NOT p_s.enabled OR p_s.paused_at IS NOT NULL THEN
-        RAISE EXCEPTION 'schedule.not_active' USING
-            ERRCODE = 'RQ001',
-            DETAIL = format('schedule %s (%s) is %s', p_s.id, p_s.name,
+        PERFORM pgrun._raise(
+            'schedule.not_active',
+            format('schedule %s (%s) is %s', p_s.id, p_s.name,
                 CASE WHEN p_s.paused_at IS NOT NULL THEN format('paused since %s', p_s.paused_at)
                     ELSE 'disabled' END),
-            HINT = 'A paused or disabled schedule does not fire; resume_schedule, or upsert it with '
-                'enabled => true, first.';
+            'A paused or disabled schedule does not fire; resume_schedule, or upsert it with '
+                'enabled => true, first.'
+        );
     END IF;
 END;
 $$;

@@ -31,15 +31,16 @@ DECLARE
 BEGIN
     IF pause_unplannable_schedule.schedule_id IS NULL OR pause_unplannable_schedule.claim_token IS NULL
         OR v_reason IS NULL OR btrim(v_reason) = '' THEN
-        RAISE EXCEPTION 'schedule.invalid_argument' USING
-            ERRCODE = 'RQ003',
-            DETAIL = CASE
+        PERFORM pgrun._raise(
+            'schedule.invalid_argument',
+            CASE
                 WHEN pause_unplannable_schedule.schedule_id IS NULL THEN 'schedule_id is NULL'
                 WHEN pause_unplannable_schedule.claim_token IS NULL THEN 'claim_token is NULL'
                 ELSE 'reason is NULL or blank'
             END,
-            HINT = 'Pass the schedule_id and claim_token claim_due_schedules returned, and why the schedule '
-                'cannot be planned.';
+            'Pass the schedule_id and claim_token claim_due_schedules returned, and why the schedule '
+                'cannot be planned.'
+        );
     END IF;
     v_s := pgrun._schedule_lock_claimed(
         pause_unplannable_schedule.schedule_id, pause_unplannable_schedule.claim_token, v_now

@@ -85,11 +85,12 @@ BEGIN
         WHEN length(upsert_schedule.name) NOT BETWEEN 1 AND 200 THEN true
         ELSE upsert_schedule.name <> btrim(upsert_schedule.name)
     END) THEN
-        RAISE EXCEPTION 'schedule.invalid_name' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('name %s is NULL, blank, has surrounding blanks or is over 200 characters',
+        PERFORM pgrun._raise(
+            'schedule.invalid_name',
+            format('name %s is NULL, blank, has surrounding blanks or is over 200 characters',
                 pgrun._shown(upsert_schedule.name)),
-            HINT = 'Name the schedule with 1..200 characters, e.g. reports.nightly.';
+            'Name the schedule with 1..200 characters, e.g. reports.nightly.'
+        );
     END IF;
     -- Tenancy: the schedule belongs to the organization the caller acts for; a worker declares
     -- schedules of the job types in its scope only (util/_access.sql).
@@ -117,50 +118,55 @@ BEGIN
     END IF;
 
     IF upsert_schedule.catch_up IS NULL OR upsert_schedule.catch_up NOT IN ('latest', 'all', 'none') THEN
-        RAISE EXCEPTION 'schedule.invalid_catch_up' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('catch_up %s is not latest, all or none',
+        PERFORM pgrun._raise(
+            'schedule.invalid_catch_up',
+            format('catch_up %s is not latest, all or none',
                 pgrun._shown(upsert_schedule.catch_up)),
-            HINT = 'latest: after downtime fire the most recent missed plan time once; all: fire '
-                'every missed one (up to backfill_limit); none: skip missed ones.';
+            'latest: after downtime fire the most recent missed plan time once; all: fire '
+                'every missed one (up to backfill_limit); none: skip missed ones.'
+        );
     END IF;
     IF upsert_schedule.backfill_limit IS NULL OR upsert_schedule.backfill_limit NOT BETWEEN 1 AND 10000 THEN
-        RAISE EXCEPTION 'schedule.invalid_backfill_limit' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('backfill_limit %s is outside 1..10000',
+        PERFORM pgrun._raise(
+            'schedule.invalid_backfill_limit',
+            format('backfill_limit %s is outside 1..10000',
                 coalesce(upsert_schedule.backfill_limit::text, 'NULL')),
-            HINT = 'backfill_limit caps how many missed plan times catch_up all fires at once '
-                '(the most recent ones).';
+            'backfill_limit caps how many missed plan times catch_up all fires at once '
+                '(the most recent ones).'
+        );
     END IF;
     IF upsert_schedule.misfire_grace_seconds IS NULL
         OR upsert_schedule.misfire_grace_seconds NOT BETWEEN 1 AND 86400 THEN
-        RAISE EXCEPTION 'schedule.invalid_misfire_grace' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('misfire_grace_seconds %s is outside 1..86400',
+        PERFORM pgrun._raise(
+            'schedule.invalid_misfire_grace',
+            format('misfire_grace_seconds %s is outside 1..86400',
                 coalesce(upsert_schedule.misfire_grace_seconds::text, 'NULL')),
-            HINT = 'With catch_up none, a plan time fires only if the scheduler sees it at most this '
-                'many seconds late; the default is 60.';
+            'With catch_up none, a plan time fires only if the scheduler sees it at most this '
+                'many seconds late; the default is 60.'
+        );
     END IF;
     v_scopes := pgrun._schedule_check_scopes(v_scope_kind, upsert_schedule.scopes, v_org);
     -- Organization scopes make jobs for other organizations: only for a caller that may act
     -- for any organization it names.
     IF v_scope_kind = 'organization'
         AND (SELECT w.allowed_organizations FROM pgrun._caller_write_organizations() AS w) IS NOT NULL THEN
-        RAISE EXCEPTION 'access.organization_denied' USING
-            ERRCODE = '42501',
-            DETAIL = format('role %s may not declare a schedule scoped by organization', session_user),
-            HINT = 'scope_kind organization makes jobs for every organization in scopes: it needs an admin '
-                'or a role that may act for any organization (pgrun.set_role_access).';
+        PERFORM pgrun._raise(
+            'access.organization_denied',
+            format('role %s may not declare a schedule scoped by organization', session_user),
+            'scope_kind organization makes jobs for every organization in scopes: it needs an admin '
+                'or a role that may act for any organization (pgrun.set_role_access).'
+        );
     END IF;
     PERFORM pgrun._caller_check_scope(
         CASE WHEN upsert_schedule.queue IS NULL THEN NULL ELSE ARRAY[upsert_schedule.queue] END,
         ARRAY[upsert_schedule.job_type]
     );
     IF v_scope_kind <> 'none' AND v_payload ? 'scope' THEN
-        RAISE EXCEPTION 'schedule.reserved_payload_key' USING
-            ERRCODE = 'RQ003',
-            DETAIL = 'the payload of a scoped schedule has a top-level "scope" key',
-            HINT = 'pgrun puts each job''s scope under "scope" in its payload; rename the key.';
+        PERFORM pgrun._raise(
+            'schedule.reserved_payload_key',
+            'the payload of a scoped schedule has a top-level "scope" key',
+            'pgrun puts each job''s scope under "scope" in its payload; rename the key.'
+        );
     END IF;
 
     SELECT s.* INTO v_old
