@@ -202,3 +202,15 @@ def test_the_command_serves_the_dashboard_and_reads_its_token_from_the_environme
         proc.terminate()
         _, err = proc.communicate(timeout=30)
     assert f"http://127.0.0.1:{port}/" in err
+
+
+def test_a_database_migrated_by_other_code_gets_a_page_that_says_so(db: str) -> None:
+    """A function the dashboard calls is missing (the database runs another pgrun version):
+    the page says what to do instead of a bare 500."""
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("DROP FUNCTION pgrun.dashboard_overview(uuid)")
+    with TestClient(create_app(db), base_url="http://127.0.0.1", raise_server_exceptions=False) as c:
+        r = c.get("/")
+    assert r.status_code == 500
+    assert "schema mismatch" in r.text and "pgrun migrate" in r.text
+    assert "Traceback" not in r.text

@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import urlencode
 from uuid import UUID
 
+import psycopg
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -203,6 +204,17 @@ def create_app(
         assert isinstance(exc, PgrunError)
         status = _STATUS_BY_ERROR.get(type(exc), 500)
         return error_page(request, status, exc.message, exc.describe())
+
+    async def on_schema_mismatch(request: Request, exc: Exception) -> Response:
+        # A function or column this code calls is missing: the database was migrated by
+        # another version of pgrun (or not at all since this one was installed).
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        detail = (
+            f"{first}. The database's pgrun schema does not match this dashboard's code: run "
+            "`pgrun migrate` with this version (or start the dashboard of the version that "
+            "migrated it); `pgrun check-schema` says what differs."
+        )
+        return error_page(request, 500, "schema mismatch", detail)
 
     async def on_http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
@@ -463,7 +475,12 @@ def create_app(
     app = Starlette(
         routes=routes,
         middleware=[Middleware(GuardMiddleware, guard=guard)],
-        exception_handlers={PgrunError: on_pgrun_error, HTTPException: on_http_error},
+        exception_handlers={
+            PgrunError: on_pgrun_error,
+            HTTPException: on_http_error,
+            psycopg.errors.UndefinedFunction: on_schema_mismatch,
+            psycopg.errors.UndefinedColumn: on_schema_mismatch,
+        },
         lifespan=lifespan,
     )
     app.state.guard = guard

@@ -56,7 +56,25 @@ def run(args: argparse.Namespace, dsn: str) -> int:
             f"port acts as the database role. Set {TOKEN_ENV} (docs/dashboard.md).",
             file=sys.stderr,
         )
+    _warn_schema(dsn)
     app = create_app(dsn, token=token)
     print(f"pgrun dashboard: http://{args.host}:{args.port}/", file=sys.stderr, flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, proxy_headers=False)
     return 0
+
+
+def _warn_schema(dsn: str) -> None:
+    """Say at start when the database's pgrun schema and this code differ (pages would fail
+    with a missing function); the pages themselves say so too. An unreachable database
+    raises (the CLI prints one line and exits 2); a role that may not read the migration
+    history is only told nothing."""
+    import psycopg
+
+    from pgrun.migrate import MigrationError, check_schema
+
+    try:
+        problems = check_schema(dsn)
+    except (psycopg.errors.InsufficientPrivilege, MigrationError):
+        return
+    for problem in problems:
+        print(f"pgrun dashboard: warning: {problem}", file=sys.stderr)
