@@ -1,4 +1,4 @@
--- The hot-path functions carry their planner settings in their SET clauses (pg_proc.proconfig):
+-- The hot-path functions (release_jobs, the worker's hand-back, too) carry their planner settings in their SET clauses (pg_proc.proconfig):
 -- without seq and bitmap scans (and, but in claim_jobs, without hash and merge joins) their
 -- statements keep the ordered / primary-key index plans whatever the statistics say; JIT is
 -- off and the plan is generic, built once per session. Why and what it measured:
@@ -8,12 +8,12 @@
 BEGIN;
 SELECT plan(1);
 
--- TEST: the exact SET clauses of the six functions, one overload each
+-- TEST: the exact SET clauses of the seven functions, one overload each
 SELECT results_eq(
     $$SELECT p.proname::text COLLATE "default", p.proconfig COLLATE "default" FROM pg_proc AS p
       WHERE p.pronamespace = 'pgrun'::regnamespace
         AND p.proname IN ('claim_jobs', 'complete_jobs', 'fail_jobs', 'heartbeat_jobs', 'reap_expired_leases',
-            'purge_finished_jobs')
+            'purge_finished_jobs', 'release_jobs')
       ORDER BY p.proname$$,
     $$VALUES
         ('claim_jobs', ARRAY['search_path=pg_catalog, pg_temp', 'enable_seqscan=off', 'enable_bitmapscan=off',
@@ -27,10 +27,12 @@ SELECT results_eq(
         ('purge_finished_jobs', ARRAY['search_path=pg_catalog, pg_temp', 'enable_seqscan=off',
             'enable_bitmapscan=off', 'enable_hashjoin=off', 'enable_mergejoin=off', 'jit=off',
             'plan_cache_mode=force_generic_plan']),
+        ('release_jobs', ARRAY['search_path=pg_catalog, pg_temp', 'enable_seqscan=off', 'enable_bitmapscan=off',
+            'enable_hashjoin=off', 'enable_mergejoin=off', 'jit=off', 'plan_cache_mode=force_generic_plan']),
         ('reap_expired_leases', ARRAY['search_path=pg_catalog, pg_temp', 'enable_seqscan=off',
             'enable_bitmapscan=off', 'enable_hashjoin=off', 'enable_mergejoin=off', 'jit=off',
             'plan_cache_mode=force_generic_plan'])$$,
-    'the six hot-path functions pin their planner settings (one overload each)'
+    'the seven hot-path functions pin their planner settings (one overload each)'
 );
 
 SELECT * FROM finish();
