@@ -27,11 +27,11 @@ SELECT results_eq(
         ('purge_finished_jobs', ARRAY['search_path=pg_catalog, pg_temp', 'enable_seqscan=off',
             'enable_bitmapscan=off', 'enable_hashjoin=off', 'enable_mergejoin=off', 'jit=off',
             'plan_cache_mode=force_generic_plan']),
-        ('release_jobs', ARRAY['search_path=pg_catalog, pg_temp', 'enable_seqscan=off', 'enable_bitmapscan=off',
-            'enable_hashjoin=off', 'enable_mergejoin=off', 'jit=off', 'plan_cache_mode=force_generic_plan']),
         ('reap_expired_leases', ARRAY['search_path=pg_catalog, pg_temp', 'enable_seqscan=off',
             'enable_bitmapscan=off', 'enable_hashjoin=off', 'enable_mergejoin=off', 'jit=off',
-            'plan_cache_mode=force_generic_plan'])$$,
+            'plan_cache_mode=force_generic_plan']),
+        ('release_jobs', ARRAY['search_path=pg_catalog, pg_temp', 'enable_seqscan=off', 'enable_bitmapscan=off',
+            'enable_hashjoin=off', 'enable_mergejoin=off', 'jit=off', 'plan_cache_mode=force_generic_plan'])$$,
     'the seven hot-path functions pin their planner settings (one overload each)'
 );
 
