@@ -1,15 +1,22 @@
 -- The core of the front door (enqueue.sql) and its helpers. Loaded before enqueue.sql
 -- (file name order).
 --
--- * _enqueue(requests, single): what enqueue_job and enqueue_jobs run, in sections:
+-- * _enqueue(requests, single): what enqueue_jobs runs, in sections:
 --   0 and 1. _enqueue_check_requests: the call's shape (an array, at most 100000 elements),
---      every element valid (_enqueue_check with _enqueue_first_invalid, raised by
+--      every element valid (_enqueue_check with _enqueue_first_invalid, which applies THE
+--      field rules, _enqueue_invalid_code, to every element; raised by
 --      _enqueue_raise_invalid), the caller may act for every element's organization,
 --      keyed elements only under READ COMMITTED. Nothing is written before all passed;
 --   2. the elements parsed into the column arrays of their jobs (in _enqueue itself), then
 --      _enqueue_insert_jobs (_insert.sql), the one insert every new job goes through;
 --   3. _enqueue_check_retries: keyed elements that created nothing must be retries of the
 --      request their key holds; then one result row per element.
+-- * enqueue_job (enqueue.sql) takes the lean path with the same pieces: the same
+--   _enqueue_check_requests on its request as a one-element array (p_single: the field
+--   rules as one plpgsql expression, no subtransaction), its arguments straight into
+--   _enqueue_insert_jobs, and _enqueue_check_retries when its key created nothing.
+-- * _enqueue_payload, _enqueue_run_at, _enqueue_snapshot: what a valid request means (the
+--   payload stored, when the job is ready, the idempotency snapshot), for both paths.
 --
 -- Locks: those of _enqueue_insert_jobs (_insert.sql); the helpers here take none.
 -- Errors (each function's header lists its own; enqueue.sql lists them all):
@@ -108,9 +115,137 @@ COMMENT ON FUNCTION pgrun._enqueue_snapshot(
 'Private: the idempotency snapshot of an enqueue request (the request as asked, normalized), '
 'which a keyed retry must equal.';
 
+-- Whether a JSON number's text is an integer in lo..hi (priority, max_attempts, timeout).
+CREATE OR REPLACE FUNCTION pgrun._enqueue_integer_in(p_value text, p_lo numeric, p_hi numeric)
+RETURNS boolean
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+AS $$
+    SELECT p_value::pg_catalog.numeric OPERATOR(pg_catalog.>=) p_lo
+        AND p_value::pg_catalog.numeric OPERATOR(pg_catalog.<=) p_hi
+        AND p_value::pg_catalog.numeric OPERATOR(pg_catalog.=) pg_catalog.trunc(p_value::pg_catalog.numeric)
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._enqueue_integer_in(text, numeric, numeric) FROM public;
+
+COMMENT ON FUNCTION pgrun._enqueue_integer_in(text, numeric, numeric) IS
+'Private: whether a JSON number''s text is an integer in p_lo..p_hi.';
+
+-- THE field rules of one enqueue request element, in the order they are checked: the error
+-- code of the first one it breaks, or NULL. SQL without a SET clause, so the planner
+-- inlines it: into _enqueue_first_invalid's statement over a whole array, and into a
+-- plpgsql expression for the single request (enqueue_job through _enqueue_check_requests),
+-- where it runs as a simple expression instead of a query. Every name is schema-qualified
+-- (as in pgrun._clip); it only runs inside the API. The WHENs are tried in order, so a
+-- string is parsed only when every earlier rule passed; a malformed timestamp, interval or
+-- uuid string raises a data_exception (class 22), which _enqueue_check turns into the code.
+-- JSON null counts as a field left out.
+CREATE OR REPLACE FUNCTION pgrun._enqueue_invalid_code(p_elem jsonb)
+RETURNS text
+LANGUAGE sql
+STABLE
+PARALLEL SAFE
+AS $$
+    SELECT CASE
+        WHEN pg_catalog.jsonb_typeof(p_elem) OPERATOR(pg_catalog.<>) 'object'
+            OR p_elem OPERATOR(pg_catalog.-) '{job_type,payload,queue,priority,run_at,delay,max_attempts,timeout_seconds,idempotency_key,organization_id}'::pg_catalog.text[]
+            OPERATOR(pg_catalog.<>) '{}'::pg_catalog.jsonb
+            THEN 'job.invalid_batch'
+        -- the rule the job_definitions / job_schedules CHECK constraints call
+        WHEN coalesce(pg_catalog.jsonb_typeof(p_elem OPERATOR(pg_catalog.->) 'job_type'), 'null')
+            OPERATOR(pg_catalog.<>) 'string'
+            OR NOT pgrun._valid_job_type(p_elem OPERATOR(pg_catalog.->>) 'job_type')
+            THEN 'job.invalid_type'
+        WHEN p_elem OPERATOR(pg_catalog.?) 'payload'
+            AND pg_catalog.jsonb_typeof(p_elem OPERATOR(pg_catalog.->) 'payload')
+            OPERATOR(pg_catalog.<>) ALL ('{"null",object}'::pg_catalog.text[])
+            THEN 'job.invalid_payload'
+        -- 1 MiB of jsonb
+        WHEN pg_catalog.pg_column_size(p_elem OPERATOR(pg_catalog.->) 'payload') OPERATOR(pg_catalog.>) 1048576
+            THEN 'job.payload_too_large'
+        -- the nesting rule (util/_limits.sql): a small payload skips the walk
+        WHEN NOT pgrun._json_depth_ok(p_elem OPERATOR(pg_catalog.->) 'payload')
+            THEN 'job.invalid_payload'
+        -- the common element has nothing else: one cheap test instead of many
+        WHEN NOT p_elem OPERATOR(pg_catalog.?|) '{queue,priority,run_at,delay,max_attempts,timeout_seconds,idempotency_key,organization_id}'::pg_catalog.text[]
+            THEN NULL
+        WHEN p_elem OPERATOR(pg_catalog.?) 'queue' AND (
+            pg_catalog.jsonb_typeof(p_elem OPERATOR(pg_catalog.->) 'queue')
+            OPERATOR(pg_catalog.<>) ALL ('{"null",string}'::pg_catalog.text[])
+            OR NOT pgrun._valid_queue(p_elem OPERATOR(pg_catalog.->>) 'queue')
+        )
+            THEN 'job.invalid_queue'
+        WHEN p_elem OPERATOR(pg_catalog.?) 'priority' AND (
+            pg_catalog.jsonb_typeof(p_elem OPERATOR(pg_catalog.->) 'priority')
+            OPERATOR(pg_catalog.<>) ALL ('{"null",number}'::pg_catalog.text[])
+            OR NOT pgrun._enqueue_integer_in(p_elem OPERATOR(pg_catalog.->>) 'priority', 0, 32767)
+        )
+            THEN 'job.invalid_priority'
+        WHEN p_elem OPERATOR(pg_catalog.?) 'max_attempts' AND (
+            pg_catalog.jsonb_typeof(p_elem OPERATOR(pg_catalog.->) 'max_attempts')
+            OPERATOR(pg_catalog.<>) ALL ('{"null",number}'::pg_catalog.text[])
+            OR NOT pgrun._enqueue_integer_in(p_elem OPERATOR(pg_catalog.->>) 'max_attempts', 1, 1000)
+        )
+            THEN 'job.invalid_max_attempts'
+        WHEN p_elem OPERATOR(pg_catalog.?) 'timeout_seconds' AND (
+            pg_catalog.jsonb_typeof(p_elem OPERATOR(pg_catalog.->) 'timeout_seconds')
+            OPERATOR(pg_catalog.<>) ALL ('{"null",number}'::pg_catalog.text[])
+            OR NOT pgrun._enqueue_integer_in(p_elem OPERATOR(pg_catalog.->>) 'timeout_seconds', 1, 2147483647)
+        )
+            THEN 'job.invalid_timeout'
+        WHEN coalesce(pg_catalog.jsonb_typeof(p_elem OPERATOR(pg_catalog.->) 'run_at'), 'null')
+            OPERATOR(pg_catalog.<>) 'null'
+            AND coalesce(pg_catalog.jsonb_typeof(p_elem OPERATOR(pg_catalog.->) 'delay'), 'null')
+            OPERATOR(pg_catalog.<>) 'null'
+            THEN 'job.invalid_schedule'
+        WHEN p_elem OPERATOR(pg_catalog.?) 'run_at' AND (
+            pg_catalog.jsonb_typeof(p_elem OPERATOR(pg_catalog.->) 'run_at')
+            OPERATOR(pg_catalog.<>) ALL ('{"null",string}'::pg_catalog.text[])
+            OR NOT pgrun._time_ok((p_elem OPERATOR(pg_catalog.->>) 'run_at')::pg_catalog.timestamptz)
+        )
+            THEN 'job.invalid_schedule'
+        -- 100 Julian years: the time-argument rule (pgrun._time_ok), for a delay in seconds
+        WHEN p_elem OPERATOR(pg_catalog.?) 'delay' AND (
+            pg_catalog.jsonb_typeof(p_elem OPERATOR(pg_catalog.->) 'delay')
+            OPERATOR(pg_catalog.<>) ALL ('{"null",number,string}'::pg_catalog.text[])
+            OR NOT (
+                CASE pg_catalog.jsonb_typeof(p_elem OPERATOR(pg_catalog.->) 'delay')
+                    WHEN 'number' THEN (p_elem OPERATOR(pg_catalog.->>) 'delay')::pg_catalog.numeric
+                    ELSE pg_catalog.extract(
+                        'epoch', (p_elem OPERATOR(pg_catalog.->>) 'delay')::pg_catalog.interval
+                    )
+                END OPERATOR(pg_catalog.<@) '[0,3155760000]'::pg_catalog.numrange
+            )
+        )
+            THEN 'job.invalid_schedule'
+        WHEN p_elem OPERATOR(pg_catalog.?) 'idempotency_key' AND (
+            pg_catalog.jsonb_typeof(p_elem OPERATOR(pg_catalog.->) 'idempotency_key')
+            OPERATOR(pg_catalog.<>) ALL ('{"null",string}'::pg_catalog.text[])
+            OR NOT pg_catalog.length(p_elem OPERATOR(pg_catalog.->>) 'idempotency_key')
+            OPERATOR(pg_catalog.<@) '[1,256]'::pg_catalog.int4range
+        )
+            THEN 'job.invalid_idempotency_key'
+        -- the nil uuid is the "no organization" slot of jobs_idempotency_idx
+        WHEN p_elem OPERATOR(pg_catalog.?) 'organization_id' AND (
+            pg_catalog.jsonb_typeof(p_elem OPERATOR(pg_catalog.->) 'organization_id')
+            OPERATOR(pg_catalog.<>) ALL ('{"null",string}'::pg_catalog.text[])
+            OR (p_elem OPERATOR(pg_catalog.->>) 'organization_id')::pg_catalog.uuid
+            OPERATOR(pg_catalog.=) '00000000-0000-0000-0000-000000000000'::pg_catalog.uuid
+        )
+            THEN 'job.invalid_organization'
+    END
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._enqueue_invalid_code(jsonb) FROM public;
+
+COMMENT ON FUNCTION pgrun._enqueue_invalid_code(jsonb) IS
+'Private: the error code of the first field rule an enqueue request element breaks, or NULL; '
+'raises data_exception on an unparsable timestamp, interval or uuid string.';
+
 -- The whole validation of a request array, as one read-only statement: the first
--- bad element's 1-based index and error code, or no row. Every limit lives here.
--- A malformed timestamp, interval or uuid string raises a data_exception (class 22)
+-- bad element's 1-based index and error code (pgrun._enqueue_invalid_code, inlined), or no
+-- row. A malformed timestamp, interval or uuid string raises a data_exception (class 22)
 -- instead; _enqueue_check then finds the element one by one.
 CREATE OR REPLACE FUNCTION pgrun._enqueue_first_invalid(p_requests jsonb)
 RETURNS TABLE (bad_ordinality integer, bad_code text)
@@ -118,103 +253,11 @@ LANGUAGE plpgsql
 STABLE
 SET plan_cache_mode = force_generic_plan
 AS $$
-DECLARE
-    c_max_payload_bytes CONSTANT integer := 1048576;          -- 1 MiB of jsonb
-    -- 100 Julian years: the time-argument rule (pgrun._time_ok), for a delay given in seconds
-    c_max_delay_seconds CONSTANT numeric := 3155760000;
-    c_known_keys CONSTANT text[] := ARRAY[
-        'job_type', 'payload', 'queue', 'priority', 'run_at', 'delay', 'max_attempts',
-        'timeout_seconds', 'idempotency_key', 'organization_id'
-    ];
-    c_optional_keys CONSTANT text[] := ARRAY[
-        'queue', 'priority', 'run_at', 'delay', 'max_attempts', 'timeout_seconds', 'idempotency_key',
-        'organization_id'
-    ];
 BEGIN
     RETURN QUERY
     SELECT c.ord, c.code
     FROM (
-        SELECT
-            e.ord::integer AS ord,
-            CASE
-                WHEN jsonb_typeof(e.elem) <> 'object' OR e.elem - c_known_keys <> '{}'::jsonb
-                    THEN 'job.invalid_batch'
-                -- the rule the job_definitions / job_schedules CHECK constraints call
-                WHEN coalesce(jsonb_typeof(e.elem -> 'job_type'), 'null') <> 'string'
-                    OR NOT pgrun._valid_job_type(e.elem ->> 'job_type')
-                    THEN 'job.invalid_type'
-                WHEN e.elem ? 'payload'
-                    AND jsonb_typeof(e.elem -> 'payload') NOT IN ('null', 'object')
-                    THEN 'job.invalid_payload'
-                WHEN pg_column_size(e.elem -> 'payload') > c_max_payload_bytes
-                    THEN 'job.payload_too_large'
-                -- the nesting rule (util/_limits.sql): a small payload skips the walk
-                WHEN NOT pgrun._json_depth_ok(e.elem -> 'payload')
-                    THEN 'job.invalid_payload'
-                -- the common element has nothing else: one cheap test instead of many
-                WHEN NOT e.elem ?| c_optional_keys
-                    THEN NULL
-                WHEN e.elem ? 'queue' AND (
-                    jsonb_typeof(e.elem -> 'queue') NOT IN ('null', 'string')
-                    OR NOT pgrun._valid_queue(e.elem ->> 'queue')
-                )
-                    THEN 'job.invalid_queue'
-                WHEN e.elem ? 'priority' AND (
-                    jsonb_typeof(e.elem -> 'priority') NOT IN ('null', 'number')
-                    OR NOT (
-                        (e.elem ->> 'priority')::numeric BETWEEN 0 AND 32767
-                        AND (e.elem ->> 'priority')::numeric = trunc((e.elem ->> 'priority')::numeric)
-                    )
-                )
-                    THEN 'job.invalid_priority'
-                WHEN e.elem ? 'max_attempts' AND (
-                    jsonb_typeof(e.elem -> 'max_attempts') NOT IN ('null', 'number')
-                    OR NOT (
-                        (e.elem ->> 'max_attempts')::numeric BETWEEN 1 AND 1000
-                        AND (e.elem ->> 'max_attempts')::numeric
-                        = trunc((e.elem ->> 'max_attempts')::numeric)
-                    )
-                )
-                    THEN 'job.invalid_max_attempts'
-                WHEN e.elem ? 'timeout_seconds' AND (
-                    jsonb_typeof(e.elem -> 'timeout_seconds') NOT IN ('null', 'number')
-                    OR NOT (
-                        (e.elem ->> 'timeout_seconds')::numeric BETWEEN 1 AND 2147483647
-                        AND (e.elem ->> 'timeout_seconds')::numeric
-                        = trunc((e.elem ->> 'timeout_seconds')::numeric)
-                    )
-                )
-                    THEN 'job.invalid_timeout'
-                WHEN coalesce(jsonb_typeof(e.elem -> 'run_at'), 'null') <> 'null'
-                    AND coalesce(jsonb_typeof(e.elem -> 'delay'), 'null') <> 'null'
-                    THEN 'job.invalid_schedule'
-                WHEN e.elem ? 'run_at' AND (
-                    jsonb_typeof(e.elem -> 'run_at') NOT IN ('null', 'string')
-                    OR NOT pgrun._time_ok((e.elem ->> 'run_at')::timestamptz)
-                )
-                    THEN 'job.invalid_schedule'
-                WHEN e.elem ? 'delay' AND (
-                    jsonb_typeof(e.elem -> 'delay') NOT IN ('null', 'number', 'string')
-                    OR NOT (
-                        CASE jsonb_typeof(e.elem -> 'delay')
-                            WHEN 'number' THEN (e.elem ->> 'delay')::numeric
-                            ELSE extract(EPOCH FROM (e.elem ->> 'delay')::interval)
-                        END BETWEEN 0 AND c_max_delay_seconds
-                    )
-                )
-                    THEN 'job.invalid_schedule'
-                WHEN e.elem ? 'idempotency_key' AND (
-                    jsonb_typeof(e.elem -> 'idempotency_key') NOT IN ('null', 'string')
-                    OR length(e.elem ->> 'idempotency_key') NOT BETWEEN 1 AND 256
-                )
-                    THEN 'job.invalid_idempotency_key'
-                -- the nil uuid is the "no organization" slot of jobs_idempotency_idx
-                WHEN e.elem ? 'organization_id' AND (
-                    jsonb_typeof(e.elem -> 'organization_id') NOT IN ('null', 'string')
-                    OR (e.elem ->> 'organization_id')::uuid = '00000000-0000-0000-0000-000000000000'::uuid
-                )
-                    THEN 'job.invalid_organization'
-            END AS code
+        SELECT e.ord::integer AS ord, pgrun._enqueue_invalid_code(e.elem) AS code
         FROM jsonb_array_elements(p_requests) WITH ORDINALITY AS e (elem, ord)
     ) AS c
     WHERE c.code IS NOT NULL
@@ -423,10 +466,10 @@ BEGIN
     END IF;
 
     -- A single request comes from enqueue_job's typed arguments, whose JSON always parses
-    -- back: one pass, without _enqueue_check's subtransaction (~4 us and a plpgsql call).
+    -- back: the rules as one plpgsql expression, no query, no subtransaction.
     IF p_single THEN
-        SELECT f.bad_ordinality, f.bad_code INTO v_bad_ord, v_bad_code
-        FROM pgrun._enqueue_first_invalid(p_requests) AS f;
+        v_bad_code := pgrun._enqueue_invalid_code(p_requests -> 0);
+        v_bad_ord := CASE WHEN v_bad_code IS NOT NULL THEN 1 END;
     ELSE
         SELECT c.bad_ordinality, c.bad_code INTO v_bad_ord, v_bad_code
         FROM pgrun._enqueue_check(p_requests) AS c;
