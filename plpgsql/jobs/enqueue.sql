@@ -1,6 +1,9 @@
--- Enqueue: the front door. enqueue_job adds one job, enqueue_jobs many; both run the
--- set-based core pgrun._enqueue (it and its helpers are in _enqueue.sql), so a request
--- means the same through either door and a keyed retry may come through the other one.
+-- Enqueue: the front door. enqueue_job adds one job, enqueue_jobs many. enqueue_jobs runs
+-- the set-based core pgrun._enqueue; enqueue_job takes a lean path through the same pieces
+-- (all in _enqueue.sql): the same checks on its request as a one-element array (the field
+-- rules as one expression, no subtransaction), the same payload, run_at and snapshot rules,
+-- its arguments straight into the shared insert, the same retry check. So a request means
+-- the same through either door and a keyed retry may come through the other one.
 --
 -- Resolution: an argument given wins, else the type's job_definitions row, else the
 -- built-in default (queue 'default', priority 100 (0..32767, lower runs first),
