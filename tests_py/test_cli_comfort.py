@@ -61,6 +61,13 @@ def read_until(fd: int, proc: subprocess.Popen[bytes], wanted: str, count: int, 
     return seen.decode(errors="replace")
 
 
+def default_sigint() -> None:
+    """In the child, before exec: SIGINT back to its default. A shell that starts a job in the
+    background without job control ignores SIGINT for it, the ignore is inherited, and Python
+    then installs no KeyboardInterrupt handler: Ctrl-C (our SIGINT) would do nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def interrupt(proc: subprocess.Popen[bytes]) -> int:
     proc.send_signal(signal.SIGINT)
     try:
@@ -77,6 +84,7 @@ def test_status_watch_piped_prints_frames_and_exits_0_on_ctrl_c(db: str) -> None
         [sys.executable, "-m", "pgrun", "status", "--watch", "--interval", "0.2", "--database-url", db],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        preexec_fn=default_sigint,
     )
     try:
         assert proc.stdout is not None
@@ -98,6 +106,7 @@ def test_status_watch_on_a_terminal_redraws_the_screen(db: str) -> None:
         [sys.executable, "-m", "pgrun", "status", "--watch", "--interval", "0.2", "--database-url", db],
         stdout=follower,
         stderr=subprocess.PIPE,
+        preexec_fn=default_sigint,
     )
     os.close(follower)
     try:

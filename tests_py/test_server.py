@@ -98,8 +98,14 @@ def test_a_caller_killed_with_sigkill_leaves_no_postmaster(home: Path) -> None:
 def test_pgrun_dev_prints_a_working_url_and_stops_on_sigint(home: Path) -> None:
     env = {**os.environ, "PGRUN_HOME": str(home)}
     env.pop("DATABASE_URL", None)
+    # SIGINT back to its default in the child: a shell that starts the suite in the background
+    # without job control ignores it, and an inherited ignore would make our Ctrl-C do nothing.
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pgrun", "dev"], env=env, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-m", "pgrun", "dev"],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert proc.stdout is not None
     line = proc.stdout.readline().strip()
