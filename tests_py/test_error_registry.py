@@ -17,10 +17,6 @@ REPO = Path(__file__).resolve().parents[1]
 ERRORS_DOC = REPO / "docs" / "errors.md"
 PLPGSQL = REPO / "plpgsql"
 RAISE_HELPER = PLPGSQL / "util" / "_errors.sql"
-# Raise sites not converted to pgrun._raise yet: enqueue's hot path is being rewritten
-# (issue 14 item 1). Their literal codes must still carry the registry's SQLSTATE (below);
-# empty this once they call the helper.
-NOT_YET_CONVERTED = frozenset({"jobs/enqueue.sql", "jobs/_enqueue.sql", "jobs/_insert.sql"})
 
 TABLE_ROW = re.compile(r"^\| `([a-z_]+\.[a-z_]+)` \| `([0-9A-Z]{5})` \|", re.M)
 # Codes raised and caught inside one function, documented in a sentence instead of the table.
@@ -74,7 +70,7 @@ def test_no_raise_site_outside_the_helper_types_a_sqlstate() -> None:
     typed = []
     for path in files:
         name = path.relative_to(PLPGSQL).as_posix()
-        if path == RAISE_HELPER or name in NOT_YET_CONVERTED:
+        if path == RAISE_HELPER:
             continue
         text = code_lines(path)
         typed += [f"{name}: {m.group(0)}" for m in TYPED.finditer(text)]
@@ -82,9 +78,9 @@ def test_no_raise_site_outside_the_helper_types_a_sqlstate() -> None:
 
 
 def test_the_raise_sites_left_carry_the_registry_sqlstate(db: str) -> None:
-    """Sites not (or never: versioned migrations are applied once) converted to the helper."""
+    """The versioned migrations raise with literal SQLSTATEs (each is applied once, never rewritten)."""
     registered = registry(db)
-    paths = [PLPGSQL / name for name in sorted(NOT_YET_CONVERTED)] + sorted((REPO / "sql").glob("*.sql"))
+    paths = sorted((REPO / "sql").glob("*.sql"))
     sites = [
         (path.relative_to(REPO).as_posix(), code, sqlstate)
         for path in paths

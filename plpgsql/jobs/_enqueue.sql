@@ -406,7 +406,7 @@ BEGIN
             v_detail := format('%sinvalid request', v_where);
             v_hint := NULL;
     END CASE;
-    RAISE EXCEPTION USING MESSAGE = p_code, ERRCODE = 'RQ003', DETAIL = v_detail, HINT = v_hint;
+    PERFORM pgrun._raise(p_code, v_detail, v_hint);
 END;
 $$;
 
@@ -447,22 +447,24 @@ DECLARE
     v_where text;
 BEGIN
     IF p_requests IS NULL OR jsonb_typeof(p_requests) <> 'array' THEN
-        RAISE EXCEPTION 'job.invalid_batch' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format(
+        PERFORM pgrun._raise(
+            'job.invalid_batch',
+            format(
                 'jobs is %s, not a JSON array', coalesce(jsonb_typeof(p_requests), 'NULL')
             ),
-            HINT = 'Pass a JSON array of objects, e.g. [{"job_type": "email.send", "payload": {}}].';
+            'Pass a JSON array of objects, e.g. [{"job_type": "email.send", "payload": {}}].'
+        );
     END IF;
     v_count := jsonb_array_length(p_requests);
     IF v_count = 0 THEN
         RETURN NULL;
     END IF;
     IF v_count > c_max_batch THEN
-        RAISE EXCEPTION 'job.batch_too_large' USING
-            ERRCODE = 'RQ003',
-            DETAIL = format('%s jobs in one call; the limit is %s', v_count, c_max_batch),
-            HINT = 'Split the array into several calls.';
+        PERFORM pgrun._raise(
+            'job.batch_too_large',
+            format('%s jobs in one call; the limit is %s', v_count, c_max_batch),
+            'Split the array into several calls.'
+        );
     END IF;
 
     -- A single request comes from enqueue_job's typed arguments, whose JSON always parses
@@ -506,15 +508,16 @@ BEGIN
         ORDER BY e.ord
         LIMIT 1;
         IF v_bad_ord IS NOT NULL THEN
-            RAISE EXCEPTION 'job.enqueue_idempotency_unsupported_isolation' USING
-                ERRCODE = 'RQ006',
-                DETAIL = format(
+            PERFORM pgrun._raise(
+                'job.enqueue_idempotency_unsupported_isolation',
+                format(
                     '%sa keyed enqueue ran at isolation level %s',
                     CASE WHEN p_single THEN '' ELSE format('element %s: ', v_bad_ord) END,
                     current_setting('transaction_isolation')
                 ),
-                HINT = 'Run keyed enqueues in a READ COMMITTED transaction (the default), '
-                    'or leave out the idempotency key.';
+                'Run keyed enqueues in a READ COMMITTED transaction (the default), '
+                    'or leave out the idempotency key.'
+            );
         END IF;
     END IF;
     RETURN v_default_org;
@@ -595,16 +598,17 @@ BEGIN
     END IF;
     v_where := CASE WHEN p_single THEN '' ELSE format('element %s: ', v_bad_ord) END;
     IF v_existing_id IS NULL THEN
-        RAISE EXCEPTION 'job.enqueue_idempotency_race' USING
-            ERRCODE = '40001',
-            DETAIL = format(
+        PERFORM pgrun._raise(
+            'job.enqueue_idempotency_race',
+            format(
                 '%sthe job holding this idempotency key was deleted while the call ran', v_where
             ),
-            HINT = 'Retry the call.';
+            'Retry the call.'
+        );
     END IF;
-    RAISE EXCEPTION 'job.enqueue_conflicting_retry' USING
-        ERRCODE = 'RQ001',
-        DETAIL = format(
+    PERFORM pgrun._raise(
+        'job.enqueue_conflicting_retry',
+        format(
             '%sthe idempotency key already names job %s, enqueued with a different request '
             '(differs in: %s)',
             v_where,
@@ -617,8 +621,10 @@ BEGIN
              ) AS k
              WHERE v_existing_request -> k.key IS DISTINCT FROM v_request -> k.key)
         ),
-        HINT = 'Resend the original request unchanged, or use a new idempotency key '
-            'for a different request.';
+        'Resend the original request unchanged, or use a new idempotency key '
+            'for a different request.'
+    );
+    RETURN NULL;  -- not reached: pgrun._raise never returns
 END;
 $$;
 
