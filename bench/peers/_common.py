@@ -24,6 +24,11 @@ Workloads (identical for every contestant):
               lateness = handler start (worker process, time.time()) - the due time as stored
               by the library (unix seconds; the server's clock is this machine's). `--poll-s`
               sets the library's poll interval (absent: its default). No warm-up is dropped.
+  single      single enqueue: no worker; one client (one connection) enqueues `warmup` jobs,
+              then N more, one call per job with the library's own single-enqueue API, each
+              call its own transaction and durable commit, back to back;
+              jobs/s = N / (first counted call -> last counted call returned). The script then
+              counts the rows its library holds (warm-up + N expected) and reports them.
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ NOOP = "bench_noop"
 def parse_args(description: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--dsn", required=True)
-    parser.add_argument("--mode", choices=("throughput", "latency", "delayed"), required=True)
+    parser.add_argument("--mode", choices=("throughput", "latency", "delayed", "single"), required=True)
     parser.add_argument("--jobs", type=int, default=20_000)
     parser.add_argument("--concurrency", type=int, default=10)
     parser.add_argument("--samples", type=int, default=200)
@@ -167,6 +172,40 @@ def delayed_result(
     out["early"] = sum(1 for v in values if v < 0)
     out["enqueued_before_first_due_ms"] = (min(run_at.values()) - enqueued_by) * 1000 if run_at else None
     return out
+
+
+def single_result(jobs: int, warmup: int, elapsed_s: float, rows: int | None) -> dict[str, Any]:
+    """The single workload's result: N counted calls in elapsed_s; rows = what the table holds."""
+    return {
+        "jobs": jobs,
+        "warmup": warmup,
+        "elapsed_s": elapsed_s,
+        "jobs_per_s": jobs / elapsed_s if elapsed_s > 0 else float("nan"),
+        "mean_ms": elapsed_s * 1000 / jobs if jobs else float("nan"),
+        "rows": rows,
+        "rows_expected": jobs + warmup,
+    }
+
+
+async def single_main(args: argparse.Namespace, enqueue_one: Callable[[int], Awaitable[Any]]) -> float:
+    """The single workload's loop: `warmup` calls, then `jobs` timed calls back to back, each
+    awaited before the next; returns the seconds the timed calls took."""
+    for i in range(args.warmup):
+        await enqueue_one(i)
+    started = time.perf_counter()
+    for i in range(args.warmup, args.warmup + args.jobs):
+        await enqueue_one(i)
+    return time.perf_counter() - started
+
+
+def single_main_sync(args: argparse.Namespace, enqueue_one: Callable[[int], Any]) -> float:
+    """single_main for a blocking client."""
+    for i in range(args.warmup):
+        enqueue_one(i)
+    started = time.perf_counter()
+    for i in range(args.warmup, args.warmup + args.jobs):
+        enqueue_one(i)
+    return time.perf_counter() - started
 
 
 def emit(result: dict[str, Any]) -> None:

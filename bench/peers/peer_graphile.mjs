@@ -28,6 +28,9 @@
 // Delayed: `addJob(..., { runAt })`, the stored `run_at` read back as the due time;
 // `pollInterval` = --poll-s (60 s; default 2 s). graphile-worker keeps no timer for run_at:
 // its NOTIFY fires on insert, a worker that finds nothing due waits for the next poll.
+// Single (no worker): `WorkerUtils.addJob(NOOP, { i })`, one call per job, back to back, on
+// makeWorkerUtils' pool (each addJob one `add_job` call, its own transaction); --batched
+// changes only the worker's options, so run.py runs this once (the defaults row).
 // Clocks: latency on process.hrtime (CLOCK_MONOTONIC, what Python's time.monotonic() reads),
 // delayed on wall-clock unix seconds, as _common.py.
 
@@ -69,8 +72,8 @@ function parse() {
       batched: { type: "boolean", default: false },
     },
   });
-  if (!values.dsn || !["throughput", "latency", "delayed"].includes(values.mode)) {
-    throw new Error("usage: peer_graphile.mjs --dsn DSN --mode throughput|latency|delayed [--batched]");
+  if (!values.dsn || !["throughput", "latency", "delayed", "single"].includes(values.mode)) {
+    throw new Error("usage: peer_graphile.mjs --dsn DSN --mode throughput|latency|delayed|single [--batched]");
   }
   return {
     dsn: values.dsn,
@@ -242,6 +245,31 @@ async function throughput(args) {
   };
 }
 
+async function single(args) {
+  const utils = await utilsFor(args.dsn);
+  let elapsed;
+  let rows;
+  try {
+    for (let i = 0; i < args.warmup; i++) await utils.addJob(NOOP, { i });
+    const t = now();
+    for (let i = args.warmup; i < args.warmup + args.jobs; i++) await utils.addJob(NOOP, { i });
+    elapsed = now() - t;
+    rows = await countLeft(utils);
+  } finally {
+    await utils.release();
+  }
+  return {
+    jobs: args.jobs,
+    warmup: args.warmup,
+    elapsed_s: elapsed,
+    jobs_per_s: args.jobs / elapsed,
+    mean_ms: (elapsed * 1000) / args.jobs,
+    rows,
+    rows_expected: args.jobs + args.warmup,
+    settings: { api: "WorkerUtils.addJob, one call per job", driver: "node-postgres pool (makeWorkerUtils)" },
+  };
+}
+
 // Run this script again as the enqueuer; resolve with the JSON object it printed last.
 function spawnEnqueuer(timeoutS) {
   return new Promise((resolve, reject) => {
@@ -378,7 +406,7 @@ async function main() {
     return;
   }
   await install(args.dsn);
-  const modes = { throughput, latency, delayed };
+  const modes = { throughput, latency, delayed, single };
   const result = await modes[args.mode](args);
   Object.assign(result, {
     contestant: args.batched ? "graphile-worker batched" : "graphile-worker",

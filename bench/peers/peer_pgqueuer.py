@@ -12,6 +12,8 @@ stored `execute_after` is read back as the due time) and `QueueManager.run(deque
 --poll-s)` (60 s; its default is 30 s). pgqueuer wakes for deferred jobs by itself: after an
 empty dequeue it waits until the earliest `execute_after` (at least 0.1 s,
 `min_dequeue_poll_interval`) instead of the whole dequeue timeout.
+Single (no worker): `Queries.enqueue(NOOP, payload, 0)` with one job per call, on one asyncpg
+connection (autocommit: each call its own transaction).
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from _common import (
     parse_args,
     run_delayed_enqueuer,
     run_enqueuer,
+    single_main,
+    single_result,
     wall,
 )
 from pgqueuer import AsyncpgDriver, Job, QueueManager
@@ -167,6 +171,22 @@ async def delayed(args: Any) -> dict[str, Any]:
     return out
 
 
+async def single(args: Any) -> dict[str, Any]:
+    conn = await asyncpg.connect(args.dsn)
+    try:
+        queries = Queries(AsyncpgDriver(conn))
+        elapsed = await single_main(args, lambda i: queries.enqueue(NOOP, str(i).encode(), 0))
+        rows = await conn.fetchval("SELECT count(*) FROM pgqueuer")
+    finally:
+        await conn.close()
+    out = single_result(args.jobs, args.warmup, elapsed, rows)
+    out["settings"] = {
+        "api": "Queries.enqueue, one job per call",
+        "driver": "asyncpg (AsyncpgDriver), 1 connection",
+    }
+    return out
+
+
 async def enqueuer(args: Any) -> None:
     conn = await asyncpg.connect(args.dsn)
     queries = Queries(AsyncpgDriver(conn))
@@ -193,7 +213,7 @@ async def main() -> None:
         await enqueuer(args)
         return
     await install(args.dsn)
-    modes = {"throughput": throughput, "latency": latency, "delayed": delayed}
+    modes = {"throughput": throughput, "latency": latency, "delayed": delayed, "single": single}
     result = await modes[args.mode](args)
     result.update(
         contestant="pgqueuer",

@@ -12,6 +12,8 @@ and `run_worker_async(fetch_job_polling_interval=--poll-s)` (60 s; its default i
 worker fetches on a NOTIFY (one comes with every insert, delayed or not) or at the poll; it keeps
 no timer for `scheduled_at`, so a job that comes due while nothing else happens waits for the
 next poll.
+Single (no worker): `task.defer_async(n=i)`, one call per job, on a PsycopgConnector pool of one
+connection (each defer its own transaction).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from _common import (
     parse_args,
     run_delayed_enqueuer,
     run_enqueuer,
+    single_main,
+    single_result,
     wall,
 )
 from procrastinate import App, PsycopgConnector
@@ -158,6 +162,27 @@ async def delayed(args: Any) -> dict[str, Any]:
     return out
 
 
+async def single(args: Any) -> dict[str, Any]:
+    app = App(connector=PsycopgConnector(conninfo=args.dsn, min_size=1, max_size=1))
+
+    @app.task(name=NOOP, queue="default")
+    async def noop(n: int) -> None:
+        pass
+
+    async with app.open_async():
+        await app.schema_manager.apply_schema_async()
+        elapsed = await single_main(args, lambda i: noop.defer_async(n=i))
+    async with await psycopg.AsyncConnection.connect(args.dsn, autocommit=True) as conn:
+        cur = await conn.execute("SELECT count(*) FROM procrastinate_jobs")
+        row = await cur.fetchone()
+    out = single_result(args.jobs, args.warmup, elapsed, row[0] if row else None)
+    out["settings"] = {
+        "api": "task.defer_async, one call per job",
+        "connector": "PsycopgConnector (psycopg 3 async pool), 1 connection",
+    }
+    return out
+
+
 async def enqueuer(args: Any) -> None:
     app = App(connector=PsycopgConnector(conninfo=args.dsn, min_size=1, max_size=2))
 
@@ -184,7 +209,7 @@ async def main() -> None:
     if args.enqueuer:
         await enqueuer(args)
         return
-    modes = {"throughput": throughput, "latency": latency, "delayed": delayed}
+    modes = {"throughput": throughput, "latency": latency, "delayed": delayed, "single": single}
     result = await modes[args.mode](args)
     result.update(
         contestant="procrastinate",

@@ -9,6 +9,8 @@ when no notification comes. Schema applied with `pgrun.migrate.migrate`, bulk en
 `pgrun.enqueue_jobs` (10,000 per call), single enqueue with `pgrun.enqueue_job`.
 Not run for the delayed workload (it prints `skipped`): this loop keeps no timer for due times,
 so a delayed job waits for its 1 s poll; that measures the poll, not pgrun.
+Not run for the single workload either (it prints `skipped`): single enqueue is the client's
+call, which the pgrun worker contestant measures (`Client.enqueue_job`).
 """
 
 from __future__ import annotations
@@ -212,6 +214,15 @@ async def enqueuer(args: Any) -> None:
 
 async def main() -> None:
     args = parse_args("pgrun SQL-loop contestant")
+    if args.mode == "single":
+        emit(
+            {
+                "contestant": "pgrun SQL loop",
+                "mode": args.mode,
+                "skipped": "single enqueue is measured by the pgrun worker row (Client.enqueue_job)",
+            }
+        )
+        return
     if args.mode == "delayed":
         emit(
             {

@@ -14,6 +14,8 @@ Throughput: the handler that finishes the N-th job sets `stop`; the worker then 
 buffered outcomes and returns, and the clock stops. Schema: `pgrun.migrate.migrate`; bulk
 enqueue `Client.enqueue_jobs` (10,000 per call); single enqueue `AsyncClient.enqueue_job` in the
 enqueuer process.
+Single (no worker): the blocking `Client.enqueue_job(NOOP, payload=...)`, one call per job on a
+one-connection pool (`Client.connect(max_size=1)`), each call its own transaction.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ from _common import (
     parse_args,
     run_delayed_enqueuer,
     run_enqueuer,
+    single_main_sync,
+    single_result,
     wall,
 )
 
@@ -181,6 +185,21 @@ async def delayed(args: Any) -> dict[str, Any]:
     return out
 
 
+def single(args: Any) -> dict[str, Any]:
+    from pgrun.client import Client
+
+    with Client.connect(args.dsn, min_size=1, max_size=1) as client:
+        elapsed = single_main_sync(args, lambda i: client.enqueue_job(NOOP, payload={"n": i}))
+    with psycopg.connect(args.dsn, autocommit=True) as conn:
+        row = conn.execute("SELECT count(*) FROM pgrun.jobs").fetchone()
+    out = single_result(args.jobs, args.warmup, elapsed, row[0] if row else None)
+    out["settings"] = {
+        "api": "Client.enqueue_job (blocking), one call per job",
+        "driver": "psycopg 3 pool, 1 connection",
+    }
+    return out
+
+
 async def enqueuer(args: Any) -> None:
     from pgrun.client import AsyncClient
 
@@ -201,6 +220,12 @@ async def main() -> None:
     args = parse_args("pgrun worker contestant")
     if args.enqueuer:
         await enqueuer(args)
+        return
+    if args.mode == "single":
+        await asyncio.to_thread(migrate.migrate, args.dsn)
+        result = single(args)
+        result.update(contestant="pgrun worker", mode=args.mode, versions={"psycopg": psycopg.__version__})
+        emit(result)
         return
     try:
         import pgrun.runner  # noqa: F401

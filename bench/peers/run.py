@@ -20,7 +20,11 @@ Usage: python bench/peers/run.py [--quick] [--fast] [--only NAME ...] [--workloa
                                  [--profile] [--json PATH]
 Workloads (keys for --workload): c10, c50 (throughput), latency (enqueue -> start on an idle
 worker), delayed and delayed-default (delayed-start lateness with a 60 s poll everywhere, then
-with each library's default poll; the SQL loop is skipped there).
+with each library's default poll; the SQL loop is skipped there), single (one client enqueues
+N jobs one call per job, each its own durable commit, no worker: 2,000 jobs, --quick 500; the
+SQL loop and graphile-worker batched are skipped there, the latter because addJob does not
+depend on the worker's options). The single workload also runs a yardstick row, "floor: INSERT
+per commit" (floor_insert.py: one plain-table row per commit over psycopg), and only there.
 --profile runs the pgrun contestants under py-spy (collapsed stacks in bench/results/peers-logs/).
 Without DATABASE_URL it starts an embedded server (durable settings unless --fast).
 """
@@ -54,6 +58,7 @@ DURABLE = {"fsync": "on", "synchronous_commit": "on", "full_page_writes": "on"}
 GRAPHILE_DIR = HERE / "graphile"  # package.json + package-lock.json; node_modules installed by npm ci
 # name: (script, environment, extra arguments); environment "project" = this interpreter,
 # "peers" = the peers' venv, "node" = Node.js with GRAPHILE_DIR's node_modules.
+FLOOR = "floor: INSERT per commit"  # the single workload's yardstick (no queue library)
 CONTESTANTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "pgrun worker": ("pgrun_worker.py", "project", ()),
     "pgrun SQL loop": ("pgrun_sqlloop.py", "project", ()),
@@ -61,9 +66,18 @@ CONTESTANTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "procrastinate": ("peer_procrastinate.py", "peers", ()),
     "graphile-worker": ("peer_graphile.mjs", "node", ()),
     "graphile-worker batched": ("peer_graphile.mjs", "node", ("--batched",)),
+    FLOOR: ("floor_insert.py", "project", ()),
 }
 PEERS = ("pgqueuer", "procrastinate")  # issue 5's target: 2x the faster of these
 GRAPHILE_BATCHED = "graphile-worker batched"  # issue 15's target: 1.5x its c=10
+# issue 15's single-enqueue target: 1.5x the fastest of these
+SINGLE_PEERS = ("pgqueuer", "procrastinate", "graphile-worker")
+# (contestant, workload key) pairs not run: recorded as skipped with this reason
+SKIPPED = {
+    ("pgrun SQL loop", "single"): "single enqueue is the client's call: see the pgrun worker row",
+    (GRAPHILE_BATCHED, "single"): "addJob does not depend on the worker's options: see graphile-worker",
+}
+ONLY_FOR = {FLOOR: {"single"}}  # contestants that run (and are reported) for these workloads only
 
 
 @contextmanager
@@ -186,7 +200,8 @@ def ensure_node(upgrade: bool) -> tuple[dict[str, str], str | None]:
 DELAYED_POLL_S = 60.0  # the "long poll" of the delayed workload; pgrun's JOBS_POLL_INTERVAL_MS maximum
 MAIN_KEYS = ("c10", "c50", "latency")
 DELAYED_KEYS = ("delayed", "delayed-default")
-WORKLOAD_KEYS = MAIN_KEYS + DELAYED_KEYS
+SINGLE_KEYS = ("single",)
+WORKLOAD_KEYS = MAIN_KEYS + DELAYED_KEYS + SINGLE_KEYS
 
 
 def workloads(quick: bool) -> list[dict[str, Any]]:
@@ -199,6 +214,7 @@ def workloads(quick: bool) -> list[dict[str, Any]]:
         {"key": "latency", "mode": "latency", "concurrency": 10, "samples": samples, "interval_ms": 20},
         {"key": "delayed", **delayed, "delay_s": 1.0, "poll_s": DELAYED_POLL_S},
         {"key": "delayed-default", **delayed, "delay_s": 1.0, "poll_s": None},
+        {"key": "single", "mode": "single", "concurrency": 1, "jobs": 500 if quick else 2_000},
     ]
 
 
@@ -225,7 +241,7 @@ def run_one(
             "--timeout-s",
             str(timeout_s),
         ]
-        if workload["mode"] == "throughput":
+        if workload["mode"] in ("throughput", "single"):
             args += ["--jobs", str(workload["jobs"])]
         else:
             args += ["--samples", str(workload["samples"]), "--interval-ms", str(workload["interval_ms"])]
@@ -285,6 +301,8 @@ def table(results: dict[str, dict[str, dict[str, Any]]]) -> str:
     )
     rows = []
     for name, res in results.items():
+        if not any(k in res for k in MAIN_KEYS):
+            continue
         c10, c50, lat = res.get("c10", {}), res.get("c50", {}), res.get("latency", {})
         if all("skipped" in r for r in (c10, c50, lat)):
             rows.append(f"| {name} | skipped: {c10.get('skipped')} | | | | |")
@@ -306,6 +324,8 @@ def table_delayed(results: dict[str, dict[str, dict[str, Any]]]) -> str:
     )
     rows = []
     for name, res in results.items():
+        if not any(k in res for k in DELAYED_KEYS):
+            continue
         cells = []
         for key in DELAYED_KEYS:
             r = res.get(key, {})
@@ -319,6 +339,36 @@ def table_delayed(results: dict[str, dict[str, dict[str, Any]]]) -> str:
                 + (f" ({r['missing']} never started)" if r.get("missing") else "")
             )
         rows.append(f"| {name} | " + " | ".join(cells) + " |")
+    return head + "\n".join(rows) + "\n"
+
+
+def single_rate(results: dict[str, dict[str, dict[str, Any]]], name: str) -> float | None:
+    rate = results.get(name, {}).get("single", {}).get("jobs_per_s")
+    return rate if isinstance(rate, (int, float)) else None
+
+
+def table_single(results: dict[str, dict[str, dict[str, Any]]]) -> str:
+    """Single enqueue: jobs/s, mean ms per call, ratios to the fastest peer and to the floor."""
+    head = (
+        "| contestant | jobs/s | mean ms per enqueue | vs fastest peer | vs floor |\n"
+        "|---|---:|---:|---:|---:|\n"
+    )
+    peers = [r for r in (single_rate(results, p) for p in SINGLE_PEERS) if r is not None]
+    fastest = max(peers) if peers else None
+    floor = single_rate(results, FLOOR)
+    rows = []
+    for name, res in results.items():
+        r = res.get("single")
+        if r is None:
+            continue
+        rate = single_rate(results, name)
+        if rate is None:
+            rows.append(f"| {name} | n/a: {r.get('skipped') or r.get('error')} | | | |")
+            continue
+        rows.append(
+            f"| {name} | {fmt(rate)} | {fmt(r.get('mean_ms'), 3)} "
+            f"| {fmt(rate / fastest if fastest else None, 2)} | {fmt(rate / floor if floor else None, 2)} |"
+        )
     return head + "\n".join(rows) + "\n"
 
 
@@ -360,6 +410,21 @@ def verdict(results: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:
             entry["c10_vs_graphile_batched_target_met"] = mine_c10 / batched >= 1.5
         if entry:
             out[name] = entry
+    single_peers = {p: r for p in SINGLE_PEERS if (r := single_rate(results, p)) is not None}
+    mine_single = single_rate(results, "pgrun worker")
+    if single_peers and mine_single is not None:
+        fastest = max(single_peers, key=lambda p: single_peers[p])
+        floor = single_rate(results, FLOOR)
+        # issue 15: single enqueue >= 1.5x the fastest peer's single enqueue in the same run
+        out["single"] = {
+            "pgrun_jobs_per_s": mine_single,
+            "fastest_peer": fastest,
+            "fastest_peer_jobs_per_s": single_peers[fastest],
+            "ratio_vs_fastest_peer": mine_single / single_peers[fastest],
+            "target_met": mine_single / single_peers[fastest] >= 1.5,
+            "floor_jobs_per_s": floor,
+            "ratio_vs_floor": mine_single / floor if floor else None,
+        }
     return out
 
 
@@ -411,8 +476,12 @@ def main() -> int:
             report["postgresql"] = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
         for workload in chosen:
             for name in names:
-                if node_missing and CONTESTANTS[name][1] == "node":
-                    res: dict[str, Any] = {"skipped": node_missing}
+                if name in ONLY_FOR and workload["key"] not in ONLY_FOR[name]:
+                    continue
+                if (name, workload["key"]) in SKIPPED:
+                    res: dict[str, Any] = {"skipped": SKIPPED[(name, workload["key"])]}
+                elif node_missing and CONTESTANTS[name][1] == "node":
+                    res = {"skipped": node_missing}
                 else:
                     res = run_one(admin, name, workload, args.timeout_s, log_dir, args.profile)
                 results[name][workload["key"]] = res
@@ -437,6 +506,12 @@ def main() -> int:
         report["table_delayed"] = table_delayed(results)
         print("delayed-start lateness (handler start - due time):")
         print(report["table_delayed"])
+    if keys & set(SINGLE_KEYS):
+        report["table_single"] = table_single(results)
+        print("single enqueue (one client, one call and one durable commit per job, no worker):")
+        print(report["table_single"])
+        if "single" in report["verdict"]:
+            print(json.dumps(report["verdict"]["single"], indent=2))
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(json.dumps(report, indent=2))
     print(f"wrote {out_path}")
