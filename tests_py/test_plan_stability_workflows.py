@@ -1,0 +1,202 @@
+"""The workflow transitions keep their key lookups on big workflow tables, with fresh and with
+stale statistics (docs/lease-machine.md, "Plan stability"; issue 15 item 6): the fan-in release
+(complete_jobs through the workflow hook), cancel_workflow_run and append_workflow_steps touch
+workflow_steps and workflow_step_dependencies only through an index lookup on a key, never by
+reading every step or edge of every run. The plans are read
+from the server with auto_explain (nested statements), as tests_py/test_plan_stability.py does for
+the batch lease functions."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg.types.json import Jsonb
+
+PARTS = 2_000  # prerequisites of the fan-in step
+OTHER_RUNS = 100
+OTHER_STEPS = 100  # dependents of each other run's root
+LAST = 100  # the completion whose plans are read: it releases the fan-in step
+TABLES = ("workflow_steps", "workflow_step_dependencies")
+
+# The keys each table may be read through: the primary keys, and the edges by dependent (building a
+# released job's payload); cancel_workflow_run may also read the open steps of its run.
+# workflow_runs is not checked: here it holds a hundred rows (two pages), and a Seq Scan of it
+# is the planner's right choice.
+KEYS = {
+    "workflow_steps": {"workflow_steps_pkey"},
+    "workflow_step_dependencies": {"workflow_step_dependencies_pkey", "workflow_step_dependencies_step_idx"},
+}
+CANCEL_KEYS = {"workflow_steps": {"workflow_steps_pkey", "workflow_steps_open_idx"}}
+
+
+def _scans(
+    node: dict[str, Any], parent: dict[str, Any] | None = None
+) -> Iterator[tuple[dict[str, Any], Any]]:
+    """(scan node, its index node) of every scan of the three workflow tables in a plan."""
+    if "Scan" in node.get("Node Type", "") and node.get("Relation Name") in TABLES:
+        index = node
+        if node["Node Type"] == "Bitmap Heap Scan":
+            index = node["Plans"][0]
+        yield node, index
+    for child in node.get("Plans", []):
+        yield from _scans(child, node)
+
+
+def _plans_of(dsn: str, call: str, params: tuple[Any, ...]) -> list[dict[str, Any]]:
+    """The plan of every statement the call runs, nested ones included (auto_explain, JSON);
+    the call is rolled back."""
+    notices: list[str] = []
+    with psycopg.connect(dsn) as conn:
+        conn.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
+        conn.execute("LOAD 'auto_explain'")
+        for setting, value in (
+            ("auto_explain.log_min_duration", "0"),
+            ("auto_explain.log_nested_statements", "on"),
+            ("auto_explain.log_level", "notice"),
+            ("auto_explain.log_format", "json"),
+        ):
+            conn.execute("SELECT set_config(%s, %s, true)", (setting, value))
+        conn.execute(call, params)
+        conn.rollback()
+    plans = []
+    for notice in notices:
+        _, _, body = notice.partition("plan:")
+        if body.strip().startswith("{"):
+            plans.append(json.loads(body))
+    assert plans, "auto_explain reported no plan"
+    return plans
+
+
+def _bad_scans(plans: list[dict[str, Any]], keys: dict[str, set[str]]) -> tuple[list[str], set[str]]:
+    """(every scan that is not a keyed lookup, with its statement; the tables scanned)."""
+    bad, seen = [], set()
+    for plan in plans:
+        for scan, index in _scans(plan["Plan"]):
+            seen.add(scan["Relation Name"])
+            keyed = (
+                index["Node Type"] in ("Index Scan", "Index Only Scan", "Bitmap Index Scan")
+                and index.get("Index Name") in keys[scan["Relation Name"]]
+                and "Index Cond" in index
+            )
+            if not keyed:
+                bad.append(
+                    f"{scan['Node Type']} on {scan['Relation Name']} ({index.get('Index Name')}, "
+                    f"cond {index.get('Index Cond')}, filter {scan.get('Filter')}) in: "
+                    f"{' '.join(plan['Query Text'].split())[:300]}"
+                )
+    return bad, seen
+
+
+def _step(key: str, job_type: str, depends_on: list[str] | None = None) -> dict[str, Any]:
+    step: dict[str, Any] = {"key": key, "job_type": job_type}
+    if depends_on:
+        step["depends_on"] = depends_on
+    return step
+
+
+def _enqueue(conn: psycopg.Connection[Any], name: str, steps: list[dict[str, Any]]) -> Any:
+    row = conn.execute(
+        "SELECT run_id FROM pgrun.enqueue_workflow(%s)", (Jsonb({"name": name, "steps": steps}),)
+    ).fetchone()
+    assert row is not None
+    return row[0]
+
+
+def _complete(conn: psycopg.Connection[Any], rows: list[Any]) -> None:
+    done = conn.execute(
+        "SELECT count(*) FROM pgrun.complete_jobs(%s::uuid[], %s::uuid[], %s::jsonb[])",
+        ([r[0] for r in rows], [r[1] for r in rows], [json.dumps({"ok": True})] * len(rows)),
+    ).fetchone()
+    assert done == (len(rows),)
+
+
+@pytest.fixture(params=["fresh statistics", "statistics of empty tables"])
+def loaded(request: pytest.FixtureRequest, db: str) -> Iterator[dict[str, Any]]:
+    """A fan-in run (PARTS prerequisites, one 'merge' step behind all of them) whose
+    prerequisites' jobs are running, all but LAST of them completed; OTHER_RUNS runs of
+    OTHER_STEPS blocked steps behind a queued root."""
+    tables = ", ".join(f"pgrun.{t}" for t in (*TABLES, "workflow_runs", "jobs"))
+    with psycopg.connect(db, autocommit=True) as conn:
+        if request.param == "statistics of empty tables":
+            conn.execute(f"ANALYZE {tables}")
+            # keep them stale while the test runs (autovacuum would analyze the grown tables)
+            for table in (*TABLES, "workflow_runs", "jobs"):
+                conn.execute(f"ALTER TABLE pgrun.{table} SET (autovacuum_enabled = false)")
+        others = [
+            _enqueue(
+                conn,
+                f"other-{n}",
+                [_step("root", "plan.root")]
+                + [_step(f"s{i:04}", "plan.step", ["root"]) for i in range(OTHER_STEPS)],
+            )
+            for n in range(OTHER_RUNS)
+        ]
+        parts = [f"p{i:04}" for i in range(PARTS)]
+        fan_in = _enqueue(
+            conn, "fan-in", [_step(k, "plan.part") for k in parts] + [_step("merge", "plan.merge", parts)]
+        )
+        claimed: list[Any] = []
+        while len(claimed) < PARTS:
+            batch = conn.execute(
+                "SELECT job_id, lease_token FROM pgrun.claim_jobs('me', 3600, 1000, NULL, ARRAY['plan.part'])"
+            ).fetchall()
+            assert batch
+            claimed += batch
+        if request.param == "fresh statistics":
+            conn.execute(f"ANALYZE {tables}")
+        for start in range(0, PARTS - LAST, 500):
+            _complete(conn, claimed[start : min(start + 500, PARTS - LAST)])
+        yield {"dsn": db, "fan_in": fan_in, "others": others, "last": claimed[PARTS - LAST :]}
+
+
+def test_workflow_transitions_look_steps_and_edges_up_by_key(loaded: dict[str, Any]) -> None:
+    dsn, fan_in, last = loaded["dsn"], loaded["fan_in"], loaded["last"]
+    calls = {
+        # the last prerequisites finish: their edges resolve and 'merge' is released, its
+        # payload built from its PARTS prerequisites
+        "complete_jobs (fan-in release)": (
+            "SELECT count(*) FROM pgrun.complete_jobs(%s::uuid[], %s::uuid[], %s::jsonb[])",
+            ([r[0] for r in last], [r[1] for r in last], [json.dumps({"ok": True})] * len(last)),
+        ),
+        "cancel_workflow_run": (
+            "SELECT * FROM pgrun.cancel_workflow_run(%s, 'plan stability')",
+            (loaded["others"][3],),
+        ),
+        # new steps behind a finished prerequisite (released at once), behind an open one
+        # (blocked), and new roots
+        "append_workflow_steps": (
+            "SELECT * FROM pgrun.append_workflow_steps(%s, NULL, %s)",
+            (
+                fan_in,
+                Jsonb(
+                    [_step(f"a{i:03}", "plan.append", ["p0000"]) for i in range(50)]
+                    + [_step(f"b{i:03}", "plan.append", ["merge", f"a{i:03}"]) for i in range(50)]
+                    + [_step(f"c{i:03}", "plan.append") for i in range(10)]
+                ),
+            ),
+        ),
+    }
+    failures = {}
+    for name, (query, params) in calls.items():
+        keys = {**KEYS, **CANCEL_KEYS} if name == "cancel_workflow_run" else KEYS
+        bad, seen = _bad_scans(_plans_of(dsn, query, params), keys)
+        failures[name] = bad
+        assert seen, f"{name} made no scan of a workflow table that auto_explain saw"
+        if name != "cancel_workflow_run":
+            assert seen == set(TABLES), (name, seen)
+    # Known (docs/lease-machine.md, "Plan stability"): pgrun._workflow_release_steps' two
+    # lookups of the steps to release. Its payload statement hash-joins a Seq Scan of every
+    # step when a few dozen steps are released at once (append; the ROWS FROM over unnest is
+    # estimated at 1000 rows), and with stale statistics its candidate lookup walks
+    # workflow_steps_open_idx by run_id alone, every open step of the run for each candidate.
+    # Any other bad scan fails; once these are fixed the test xpasses: make it a hard check.
+    known = ("WITH candidates AS", "WITH src AS")
+    found = [f"{name}: {b}" for name, bad in failures.items() for b in bad]
+    hard = [f for f in found if not any(f" in: {k}" in f for k in known)]
+    assert not hard, "\n".join(hard)
+    if found:
+        pytest.xfail("\n".join(found))
