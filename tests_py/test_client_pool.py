@@ -1,0 +1,81 @@
+"""The Client's pool checks a connection on checkout only when it sat idle (client.py,
+CHECK_IDLE_SECONDS): a call right after another skips the check's round trip, and a
+connection the server dropped while it sat idle is replaced before a call uses it."""
+
+from __future__ import annotations
+
+import asyncio
+
+import psycopg
+import psycopg_pool
+import pytest
+
+from pgrun import client as pgrun_client
+from pgrun.client import AsyncClient, Client
+
+
+def _count_checks(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    counts = {"sync": 0, "async": 0}
+    sync_check = psycopg_pool.ConnectionPool.check_connection
+    async_check = psycopg_pool.AsyncConnectionPool.check_connection
+
+    def counted(conn: psycopg.Connection[object]) -> None:
+        counts["sync"] += 1
+        sync_check(conn)
+
+    async def counted_async(conn: psycopg.AsyncConnection[object]) -> None:
+        counts["async"] += 1
+        await async_check(conn)
+
+    monkeypatch.setattr(psycopg_pool.ConnectionPool, "check_connection", staticmethod(counted))
+    monkeypatch.setattr(psycopg_pool.AsyncConnectionPool, "check_connection", staticmethod(counted_async))
+    return counts
+
+
+def test_calls_in_a_row_are_not_checked_one_by_one(db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    counts = _count_checks(monkeypatch)
+    with Client.connect(db, max_size=1) as client:
+        for n in range(20):
+            client.enqueue_job("pool.t", {"n": n})
+    assert counts["sync"] == 1, "only the first checkout of the fresh connection is checked"
+
+    async def main() -> None:
+        async with await AsyncClient.connect(db, max_size=1) as client:
+            for n in range(20):
+                await client.enqueue_job("pool.t", {"n": n})
+
+    asyncio.run(main())
+    assert counts["async"] == 1
+
+
+def _terminate_the_pools_connection(client: Client, db: str) -> None:
+    with client.pool.connection() as conn:
+        row = conn.execute("SELECT pg_backend_pid()").fetchone()
+    assert row is not None
+    with psycopg.connect(db, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", [row[0]])
+
+
+def test_a_connection_dropped_while_idle_is_replaced_before_use(
+    db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pgrun_client, "CHECK_IDLE_SECONDS", 0.0)  # every checkout counts as idle
+    with Client.connect(db, max_size=1) as client:
+        _terminate_the_pools_connection(client, db)
+        job = client.enqueue_job("pool.t", {})
+        assert client.get_job(job.job_id)["status"] == "queued"
+
+
+def test_within_the_window_a_dropped_connection_fails_its_next_call_only(
+    db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The trade the window makes: the call that meets the broken connection fails, and the
+    pool discards it, so the next call works."""
+    monkeypatch.setattr(pgrun_client, "CHECK_IDLE_SECONDS", 3600.0)
+    with Client.connect(db, max_size=1) as client:
+        client.enqueue_job("pool.t", {})
+        _terminate_the_pools_connection(client, db)
+        with pytest.raises(psycopg.OperationalError):
+            client.enqueue_job("pool.t", {})
+        job = client.enqueue_job("pool.t", {})
+        assert client.get_job(job.job_id)["status"] == "queued"
