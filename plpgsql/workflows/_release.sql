@@ -72,12 +72,16 @@ DECLARE
     v_failed_keys text[];
 BEGIN
     -- Lock the candidates in key order; external ones start waiting, job ones are collected.
+    -- Each step by primary key. "Blocked" is spelt released_at IS NULL AND finished_at IS NULL
+    -- (by the CHECK constraints no other status has both NULL, and nothing clears them): with
+    -- statistics taken while the table was small, a status test let the planner walk
+    -- workflow_steps_open_idx by run id alone, every open step of the run for each candidate.
     WITH candidates AS (
         SELECT s.run_id, s.step_key, s.kind
         FROM pgrun.workflow_steps AS s
         JOIN unnest(p_run_ids, p_step_keys) AS k (run_id, step_key)
             ON s.run_id = k.run_id AND s.step_key = k.step_key
-        WHERE s.status = 'blocked' AND s.dependency_count_pending = 0
+        WHERE s.released_at IS NULL AND s.finished_at IS NULL AND s.dependency_count_pending = 0
         ORDER BY s.run_id, s.step_key
         FOR NO KEY UPDATE OF s
     ),
@@ -101,6 +105,11 @@ BEGIN
     IF v_job_runs IS NULL THEN
         RETURN '{}'::uuid[];
     END IF;
+
+    -- The new jobs' ids, ascending in candidate order. An array, not a ROWS FROM over the
+    -- series: the planner estimates an array's unnest by its length (10 in a generic plan),
+    -- a set-returning function at 1000 rows, which made it hash-join a Seq Scan of every step.
+    v_ids := ARRAY(SELECT pgrun._uuidv7_series(cardinality(v_job_runs)));
 
     -- Build each job step's payload; a payload over a limit fails its step instead, and the
     -- others are collected (in run id, step key order) for the shared insert.
@@ -129,9 +138,7 @@ BEGIN
                 WHEN s.run_at IS NOT NULL THEN greatest(v_now, s.run_at)
                 ELSE v_now
             END AS run_at
-        FROM ROWS FROM (
-            unnest(v_job_runs), unnest(v_job_keys), pgrun._uuidv7_series(cardinality(v_job_runs))
-        ) AS k (run_id, step_key, id)
+        FROM unnest(v_job_runs, v_job_keys, v_ids) AS k (run_id, step_key, id)
         JOIN pgrun.workflow_steps AS s ON s.run_id = k.run_id AND s.step_key = k.step_key
         JOIN pgrun.workflow_runs AS r ON r.id = k.run_id
     ),
