@@ -14,6 +14,8 @@ from typing import Any
 import psycopg
 import pytest
 
+from plans import statement_plans
+
 RUNNING = 20_000
 BATCH = 100
 
@@ -28,26 +30,7 @@ def _scans_of_jobs(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 def _plans_of(dsn: str, call: str, params: tuple[Any, ...]) -> list[dict[str, Any]]:
     """The plan of every statement the call runs, nested ones included (auto_explain, JSON)."""
-    notices: list[str] = []
-    with psycopg.connect(dsn) as conn:
-        conn.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
-        conn.execute("LOAD 'auto_explain'")
-        for setting, value in (
-            ("auto_explain.log_min_duration", "0"),
-            ("auto_explain.log_nested_statements", "on"),
-            ("auto_explain.log_level", "notice"),
-            ("auto_explain.log_format", "json"),
-        ):
-            conn.execute("SELECT set_config(%s, %s, true)", (setting, value))
-        conn.execute(call, params)
-        conn.rollback()
-    plans = []
-    for notice in notices:
-        _, _, body = notice.partition("plan:")
-        if body.strip().startswith("{"):
-            plans.append(json.loads(body)["Plan"])
-    assert plans, "auto_explain reported no plan"
-    return plans
+    return [document["Plan"] for document in statement_plans(dsn, call, params)]
 
 
 @pytest.fixture(params=["fresh statistics", "statistics of an empty table"])

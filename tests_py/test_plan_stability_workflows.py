@@ -16,6 +16,8 @@ import psycopg
 import pytest
 from psycopg.types.json import Jsonb
 
+from plans import statement_plans
+
 PARTS = 2_000  # prerequisites of the fan-in step
 OTHER_RUNS = 100
 OTHER_STEPS = 100  # dependents of each other run's root
@@ -47,28 +49,9 @@ def _scans(
 
 
 def _plans_of(dsn: str, call: str, params: tuple[Any, ...]) -> list[dict[str, Any]]:
-    """The plan of every statement the call runs, nested ones included (auto_explain, JSON);
-    the call is rolled back."""
-    notices: list[str] = []
-    with psycopg.connect(dsn) as conn:
-        conn.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
-        conn.execute("LOAD 'auto_explain'")
-        for setting, value in (
-            ("auto_explain.log_min_duration", "0"),
-            ("auto_explain.log_nested_statements", "on"),
-            ("auto_explain.log_level", "notice"),
-            ("auto_explain.log_format", "json"),
-        ):
-            conn.execute("SELECT set_config(%s, %s, true)", (setting, value))
-        conn.execute(call, params)
-        conn.rollback()
-    plans = []
-    for notice in notices:
-        _, _, body = notice.partition("plan:")
-        if body.strip().startswith("{"):
-            plans.append(json.loads(body))
-    assert plans, "auto_explain reported no plan"
-    return plans
+    """auto_explain's document of every statement the call runs, nested ones included; the
+    call is rolled back."""
+    return statement_plans(dsn, call, params)
 
 
 def _bad_scans(plans: list[dict[str, Any]], keys: dict[str, set[str]]) -> tuple[list[str], set[str]]:
