@@ -16,7 +16,7 @@
 -- combine with AND; NULL means no filter. Rows carry the scheduling, lease and outcome
 -- columns but not the blobs (payload, state, progress, result, enqueue_request):
 -- get_job has those. count_jobs (jobs/metrics.sql) counts by status with the same filters,
--- the same checks (_check_job_status) and the same tenancy filter (_jobs_scope_condition).
+-- the same checks (_check_job_status) and the same filters and tenancy (_jobs_filter).
 --
 -- Names: the job's id is job_id, as every function that takes or returns one calls it.
 -- list_jobs rows (last column) and get_job's object also keep "id", the same value, for
@@ -139,36 +139,63 @@ REVOKE EXECUTE ON FUNCTION pgrun._check_job_status(text) FROM public;
 COMMENT ON FUNCTION pgrun._check_job_status(text) IS
 'Private: raises job.invalid_status unless the status argument is NULL or a job status.';
 
--- The tenancy filter of list_jobs and count_jobs, as a condition on "j" (pgrun.jobs) for their
--- dynamic SQL, from a _caller_scope row; p_ids_param and p_untenanted_param are the
--- placeholders ($n) the caller binds the scope's organization_ids and untenanted to. One
--- organization is a probe of jobs_organization_idx; several, or work without an organization,
--- a filter on whatever walk the other conditions choose; an admin's every organization, none.
-CREATE OR REPLACE FUNCTION pgrun._jobs_scope_condition(
-    p_all_organizations boolean,
-    p_organization_ids uuid[],
-    p_untenanted boolean,
+-- The filters list_jobs and count_jobs share, as conditions on "j" (pgrun.jobs) for their
+-- dynamic SQL (joined with AND): status $1, job_type $2, queue $3, workflow_run_id $5 (each
+-- only when given, so each combination is planned on its own), and the caller's tenancy, whose
+-- organization ids and untenanted flag (returned) the caller binds to the placeholders
+-- p_ids_param and p_untenanted_param. One organization is a probe of jobs_organization_idx; several, or work
+-- without an organization, a filter on whatever walk the other conditions choose; an admin's
+-- every organization, none. Errors: those of pgrun._caller_scope (access.*).
+CREATE OR REPLACE FUNCTION pgrun._jobs_filter(
+    p_status text,
+    p_job_type text,
+    p_queue text,
+    p_organization_id uuid,
+    p_workflow_run_id uuid,
     p_ids_param text,
-    p_untenanted_param text
+    p_untenanted_param text,
+    OUT conditions text[],
+    OUT organization_ids uuid[],
+    OUT untenanted boolean
 )
-RETURNS text
-LANGUAGE sql
+LANGUAGE plpgsql
 STABLE
 AS $$
-    SELECT CASE
-        WHEN p_all_organizations THEN 'true'
-        WHEN pg_catalog.cardinality(p_organization_ids) OPERATOR(pg_catalog.=) 1 AND NOT p_untenanted
-            THEN pg_catalog.format('j.organization_id = (%s)[1]', p_ids_param)
-        WHEN pg_catalog.cardinality(p_organization_ids) OPERATOR(pg_catalog.=) 0 AND p_untenanted
+DECLARE
+    v_where text[] := ARRAY['true'];
+    v_all boolean;
+BEGIN
+    IF p_status IS NOT NULL THEN
+        v_where := v_where || 'j.status = $1'::text;
+    END IF;
+    IF p_job_type IS NOT NULL THEN
+        v_where := v_where || 'j.job_type = $2'::text;
+    END IF;
+    IF p_queue IS NOT NULL THEN
+        v_where := v_where || 'j.queue = $3'::text;
+    END IF;
+    SELECT c.all_organizations, c.organization_ids, c.untenanted INTO v_all, organization_ids, untenanted
+    FROM pgrun._caller_scope(p_organization_id) AS c;
+    v_where := v_where || CASE
+        WHEN v_all THEN 'true'
+        WHEN cardinality(organization_ids) = 1 AND NOT untenanted
+            THEN format('j.organization_id = (%s)[1]', p_ids_param)
+        WHEN cardinality(organization_ids) = 0 AND untenanted
             THEN 'j.organization_id IS NULL'
-        ELSE pg_catalog.format('pgrun._in_scope(j.organization_id, false, %s, %s)', p_ids_param, p_untenanted_param)
-    END
+        ELSE format('pgrun._in_scope(j.organization_id, false, %s, %s)', p_ids_param, p_untenanted_param)
+    END;
+    IF p_workflow_run_id IS NOT NULL THEN
+        v_where := v_where || 'j.workflow_run_id = $5'::text;
+    END IF;
+    conditions := v_where;
+END;
 $$;
 
-REVOKE EXECUTE ON FUNCTION pgrun._jobs_scope_condition(boolean, uuid[], boolean, text, text) FROM public;
+REVOKE EXECUTE ON FUNCTION pgrun._jobs_filter(text, text, text, uuid, uuid, text, text) FROM public;
 
-COMMENT ON FUNCTION pgrun._jobs_scope_condition(boolean, uuid[], boolean, text, text) IS
-'Private: the tenancy filter of list_jobs and count_jobs as SQL text on alias j, for their dynamic queries.';
+COMMENT ON FUNCTION pgrun._jobs_filter(text, text, text, uuid, uuid, text, text) IS
+'Private: the filters and tenancy of list_jobs and count_jobs as SQL conditions on alias j, '
+'with the scope values their dynamic queries bind.';
 
 -- The query behind list_jobs; plpgsql only so that each filter combination gets its
 -- own plan (dynamic SQL) instead of a generic one full of "param IS NULL OR ...".
@@ -187,8 +214,9 @@ STABLE
 AS $$
 DECLARE
     v_limit integer := coalesce(p_max_rows, 50);
-    v_where text[] := ARRAY['true'];
-    v_scope record;
+    v_where text[];
+    v_ids uuid[];
+    v_untenanted boolean;
 BEGIN
     PERFORM pgrun._check_job_status(p_status);
     IF v_limit NOT BETWEEN 1 AND 1000 THEN
@@ -199,35 +227,17 @@ BEGIN
         );
     END IF;
 
-    IF p_status IS NOT NULL THEN
-        v_where := v_where || 'j.status = $1'::text;
-    END IF;
-    IF p_job_type IS NOT NULL THEN
-        v_where := v_where || 'j.job_type = $2'::text;
-    END IF;
-    IF p_queue IS NOT NULL THEN
-        v_where := v_where || 'j.queue = $3'::text;
-    END IF;
-    -- Tenancy: one organization is a probe of jobs_organization_idx in id order; several, or
-    -- work without an organization, a filter on the walk in id order.
-    SELECT c.all_organizations, c.organization_ids, c.untenanted INTO v_scope
-    FROM pgrun._caller_scope(p_organization_id) AS c;
-    v_where := v_where || pgrun._jobs_scope_condition(
-        v_scope.all_organizations, v_scope.organization_ids, v_scope.untenanted, '$8', '$9'
-    );
-    IF p_workflow_run_id IS NOT NULL THEN
-        v_where := v_where || 'j.workflow_run_id = $5'::text;
-    END IF;
+    SELECT f.conditions, f.organization_ids, f.untenanted INTO v_where, v_ids, v_untenanted
+    FROM pgrun._jobs_filter(p_status, p_job_type, p_queue, p_organization_id, p_workflow_run_id, '$8', '$9') AS f;
     IF p_after_id IS NOT NULL THEN
         v_where := v_where || 'j.id > $6'::text;
     END IF;
 
     RETURN QUERY EXECUTE format(
-        'SELECT j.* FROM pgrun.jobs AS j WHERE %s ORDER BY j.id LIMIT $7',
-        array_to_string(v_where, ' AND ')
+        'SELECT j.* FROM pgrun.jobs AS j WHERE %s ORDER BY j.id LIMIT $7', array_to_string(v_where, ' AND ')
     )
     USING p_status, p_job_type, p_queue, p_organization_id,
-        p_workflow_run_id, p_after_id, v_limit, v_scope.organization_ids, v_scope.untenanted;
+        p_workflow_run_id, p_after_id, v_limit, v_ids, v_untenanted;
 END;
 $$;
 

@@ -13,7 +13,7 @@
 -- count_jobs(status, job_type, queue, organization_id, workflow_run_id) is list_jobs without
 -- the paging: one row per status of jobs_status_check in lifecycle order (queued, running,
 -- succeeded, dead, cancelled; zeros included), or with status given that one row. Its filters,
--- argument check (_check_job_status) and tenancy filter (_jobs_scope_condition) are list_jobs'
+-- argument check (_check_job_status), filters and tenancy (_jobs_filter) are list_jobs'
 -- (jobs/inspect.sql), and like it each filter combination is planned on its own (dynamic SQL),
 -- so the planner sees the status and can use a partial index. What it costs, per status (plan
 -- shapes in docs/enqueue.md, "Counting jobs"):
@@ -210,29 +210,15 @@ LANGUAGE plpgsql
 STABLE
 AS $$
 DECLARE
-    v_where text[] := ARRAY['true'];
-    v_scope record;
+    v_where text[];
+    v_ids uuid[];
+    v_untenanted boolean;
     v_query text;
 BEGIN
     PERFORM pgrun._check_job_status(p_status);
 
-    IF p_status IS NOT NULL THEN
-        v_where := v_where || 'j.status = $1'::text;
-    END IF;
-    IF p_job_type IS NOT NULL THEN
-        v_where := v_where || 'j.job_type = $2'::text;
-    END IF;
-    IF p_queue IS NOT NULL THEN
-        v_where := v_where || 'j.queue = $3'::text;
-    END IF;
-    SELECT c.all_organizations, c.organization_ids, c.untenanted INTO v_scope
-    FROM pgrun._caller_scope(p_organization_id) AS c;
-    v_where := v_where || pgrun._jobs_scope_condition(
-        v_scope.all_organizations, v_scope.organization_ids, v_scope.untenanted, '$6', '$7'
-    );
-    IF p_workflow_run_id IS NOT NULL THEN
-        v_where := v_where || 'j.workflow_run_id = $5'::text;
-    END IF;
+    SELECT f.conditions, f.organization_ids, f.untenanted INTO v_where, v_ids, v_untenanted
+    FROM pgrun._jobs_filter(p_status, p_job_type, p_queue, p_organization_id, p_workflow_run_id, '$6', '$7') AS f;
 
     IF p_status IS NOT NULL THEN
         -- One status: a bare count(*), so that for queued and running the partial index alone
@@ -253,7 +239,7 @@ BEGIN
     -- At most five rows: the loop names the OUT columns it fills.
     FOR job_status, job_count IN EXECUTE v_query
         USING p_status, p_job_type, p_queue, p_organization_id,
-            p_workflow_run_id, v_scope.organization_ids, v_scope.untenanted
+            p_workflow_run_id, v_ids, v_untenanted
     LOOP
         RETURN NEXT;
     END LOOP;
