@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +33,9 @@ from jobs_bench import (
     _int8,
     _run,
     _value,
-    checkpoint,
     connect,
-    load_ready,
-    reset,
     server,
+    timed_cycle,
 )
 from pgrun import migrate
 from pgrun.testing import scratch_database
@@ -71,28 +67,12 @@ def _split_worker(dsn: str, i: int, batch: int, asynchronous: bool, ready: Any, 
 
 
 def cycle(dsn: str, batch: int, jobs: int, asynchronous: bool, connections: int = 4) -> float:
-    reset(dsn)
-    load_ready(dsn, jobs)
-    with connect(dsn) as conn:
-        conn.execute("ANALYZE pgrun.jobs")
-    checkpoint(dsn)
-    ctx = multiprocessing.get_context("fork")
-    ready = ctx.Barrier(connections + 1)
-    counts = ctx.Queue()
-    procs = [
-        ctx.Process(target=_split_worker, args=(dsn, i, batch, asynchronous, ready, counts))
-        for i in range(connections)
-    ]
-    for p in procs:
-        p.start()
-    ready.wait(60)
-    start = time.perf_counter()
-    total = sum(counts.get(timeout=600) for _ in procs)
-    elapsed = time.perf_counter() - start
-    for p in procs:
-        p.join(60)
-    assert total == jobs, f"claimed {total} of {jobs}"
-    return jobs / elapsed
+    return timed_cycle(
+        dsn,
+        jobs,
+        connections,
+        lambda i, ready, counts: _split_worker(dsn, i, batch, asynchronous, ready, counts),
+    )
 
 
 def main() -> int:

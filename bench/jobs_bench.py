@@ -30,7 +30,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -208,6 +208,18 @@ def bench_cycle(
     Each connection is driven by its own process, so the client's interpreter lock is not
     what is measured. The jobs are loaded through ``dsn`` (the owner); the cycle connects as
     ``driver_dsn`` when given (a worker role)."""
+    return timed_cycle(
+        dsn,
+        jobs,
+        connections,
+        lambda i, ready, counts: _cycle_worker(driver_dsn or dsn, i, batch, ready, counts),
+    )
+
+
+def timed_cycle(dsn: str, jobs: int, connections: int, worker: Callable[[int, Any, Any], None]) -> float:
+    """Jobs per second of ``connections`` processes draining ``jobs`` fresh ready jobs: each runs
+    ``worker(i, ready, counts)``, waits at the barrier ``ready``, then puts how many it finished
+    on ``counts``. The clock runs from the barrier to the last count."""
     reset(dsn)
     load_ready(dsn, jobs)
     with connect(dsn) as conn:
@@ -216,10 +228,7 @@ def bench_cycle(
     ctx = multiprocessing.get_context("fork")
     ready = ctx.Barrier(connections + 1)
     counts = ctx.Queue()
-    procs = [
-        ctx.Process(target=_cycle_worker, args=(driver_dsn or dsn, i, batch, ready, counts))
-        for i in range(connections)
-    ]
+    procs = [ctx.Process(target=worker, args=(i, ready, counts)) for i in range(connections)]
     for p in procs:
         p.start()
     ready.wait(60)
