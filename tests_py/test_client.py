@@ -6,17 +6,13 @@ same scenario through both proves every method reaches its SQL function and maps
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Any
 
 import pytest
 
-from pgrun.client import AsyncClient, Client, Failure
+from client_calls import Invoke, run_with_async_client, run_with_client
+from pgrun.client import Failure
 from pgrun.errors import LeaseLostError, NotFoundError
-
-Invoke = Callable[..., Awaitable[Any]]
 
 
 async def scenario(call: Invoke) -> None:
@@ -90,24 +86,8 @@ async def scenario(call: Invoke) -> None:
 
 
 def test_every_client_method(db: str) -> None:
-    with Client.connect(db) as client:
-
-        async def call(name: str, *args: Any, **kwargs: Any) -> Any:
-            return getattr(client, name)(*args, **kwargs)
-
-        asyncio.run(scenario(call))
+    run_with_client(db, scenario)
 
 
 def test_every_async_client_method(db: str) -> None:
-    async def main() -> None:
-        client = await AsyncClient.connect(db)
-        try:
-
-            async def call(name: str, *args: Any, **kwargs: Any) -> Any:
-                return await getattr(client, name)(*args, **kwargs)
-
-            await scenario(call)
-        finally:
-            await client.close()
-
-    asyncio.run(main())
+    run_with_async_client(db, scenario)

@@ -8,8 +8,6 @@ connection options), so a schedule declared now is due now and its plan time is 
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID, uuid4
@@ -17,7 +15,7 @@ from uuid import UUID, uuid4
 import pytest
 from psycopg.conninfo import make_conninfo
 
-from pgrun.client import AsyncClient, Client
+from client_calls import Invoke, run_with_async_client, run_with_client
 from pgrun.errors import ConflictError, InvalidInputError, LeaseLostError, NotFoundError, PgrunError
 from pgrun.results import (
     ClaimedSchedule,
@@ -32,8 +30,6 @@ from pgrun.testing import install_test_clock
 
 NOW = datetime(2031, 3, 3, 12, 0, tzinfo=UTC)
 NIL = "00000000-0000-0000-0000-000000000000"
-
-Invoke = Callable[..., Awaitable[Any]]
 
 
 async def refused(call: Invoke, kind: type[PgrunError], code: str, *args: Any, **kwargs: Any) -> None:
@@ -160,21 +156,8 @@ def fixed(db: str) -> str:
 
 
 def test_client(fixed: str) -> None:
-    with Client.connect(fixed) as client:
-
-        async def call(name: str, *args: Any, **kwargs: Any) -> Any:
-            return getattr(client, name)(*args, **kwargs)
-
-        asyncio.run(scenario(call))
+    run_with_client(fixed, scenario)
 
 
 def test_async_client(fixed: str) -> None:
-    async def main() -> None:
-        async with await AsyncClient.connect(fixed) as client:
-
-            async def call(name: str, *args: Any, **kwargs: Any) -> Any:
-                return await getattr(client, name)(*args, **kwargs)
-
-            await scenario(call)
-
-    asyncio.run(main())
+    run_with_async_client(fixed, scenario)

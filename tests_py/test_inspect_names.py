@@ -4,18 +4,13 @@ the alias older code reads (docs/architecture.md, "Conventions")."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
-from typing import Any
-
 import pytest
 
+from client_calls import Invoke, run_with_async_client, run_with_client
 from pgrun import display
-from pgrun.client import AsyncClient, Client
 from pgrun.errors import InvalidInputError
 from pgrun.results import JobCount, JobSummary, WorkflowRunSummary
 
-Invoke = Callable[..., Awaitable[Any]]
 STATUSES = ["queued", "running", "succeeded", "dead", "cancelled"]
 
 
@@ -74,27 +69,11 @@ async def scenario(call: Invoke) -> None:
 
 
 def test_client(db: str) -> None:
-    with Client.connect(db) as client:
-
-        async def call(name: str, *args: Any, **kwargs: Any) -> Any:
-            return getattr(client, name)(*args, **kwargs)
-
-        asyncio.run(scenario(call))
+    run_with_client(db, scenario)
 
 
 def test_async_client(db: str) -> None:
-    async def main() -> None:
-        client = await AsyncClient.connect(db)
-        try:
-
-            async def call(name: str, *args: Any, **kwargs: Any) -> Any:
-                return await getattr(client, name)(*args, **kwargs)
-
-            await scenario(call)
-        finally:
-            await client.close()
-
-    asyncio.run(main())
+    run_with_async_client(db, scenario)
 
 
 def test_the_run_report_reads_older_documents() -> None:
