@@ -369,7 +369,7 @@ def create_app(
     async def schedules(request: Request) -> Response:
         after = _uuid(request.query_params.get("after"), "after")
         rows = await store().list_schedules(after_id=after, max_rows=100)
-        next_url = f"/schedules?after={rows[-1]['schedule_id']}" if len(rows) == 100 else None
+        next_url = f"/schedules?after={rows[-1].schedule_id}" if len(rows) == 100 else None
         return await render(request, "schedules.html", schedules=rows, next_url=next_url)
 
     # -- actions (POST, CSRF-checked; the SQL function decides) ------------------------------

@@ -20,9 +20,8 @@ from uuid import UUID
 
 from psycopg.rows import dict_row
 
-from pgrun import queries as q
 from pgrun.client import AsyncClient, Id, _pgrun_errors
-from pgrun.results import JobSummary, JsonObject, WorkflowRunSummary
+from pgrun.results import JobSummary, JsonObject, ScheduleSummary, WorkflowRunSummary
 
 #: The actions of the UI and the SQL function each one calls.
 ACTION_FUNCTIONS: dict[str, str] = {
@@ -131,9 +130,8 @@ class Store:
     async def get_run(self, run_id: Id) -> JsonObject:
         return await self.client.get_workflow_run(run_id)
 
-    async def list_schedules(self, *, after_id: Id | None, max_rows: int) -> list[dict[str, Any]]:
-        params = {"organization_id": None, "after_id": after_id, "max_rows": max_rows}
-        return await self._rows(q.LIST_SCHEDULES, params)
+    async def list_schedules(self, *, after_id: Id | None, max_rows: int) -> list[ScheduleSummary]:
+        return await self.client.list_schedules(after_id=after_id, max_rows=max_rows)
 
     # -- actions -------------------------------------------------------------------------
 
@@ -147,8 +145,10 @@ class Store:
         await self.client.set_job_runtime_config(job_type, paused=paused)
 
     async def pause_schedule(self, name: str, organization_id: UUID | None, paused: bool) -> None:
-        query = q.PAUSE_SCHEDULE if paused else q.RESUME_SCHEDULE
-        await self._rows(query, {"name": name, "organization_id": organization_id})
+        if paused:
+            await self.client.pause_schedule(name, organization_id=organization_id)
+        else:
+            await self.client.resume_schedule(name, organization_id=organization_id)
 
     async def complete_external_step(
         self, run_id: Id, step_key: str, *, succeeded: bool, output: Any
