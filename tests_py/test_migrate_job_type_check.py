@@ -8,7 +8,6 @@ new one is the committed HEAD, so a half-edited working tree does not take part.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -16,29 +15,14 @@ import psycopg
 import pytest
 
 from pgrun import migrate
-from pgrun.testing import extract_schema
+from schema_versions import schemas_around
 
-REPO = Path(__file__).resolve().parents[1]
 MIGRATION = "sql/0015_one_job_type_check.sql"
-
-
-def _commit_adding_0015() -> str:
-    out = subprocess.run(
-        ["git", "-C", str(REPO), "log", "--diff-filter=A", "--format=%H", "-1", "--", MIGRATION],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    assert out, f"{MIGRATION} is not committed"
-    return out
 
 
 @pytest.fixture
 def schemas(tmp_path: Path) -> tuple[Path, Path]:
-    old = extract_schema(_commit_adding_0015() + "^", tmp_path / "old")
-    new = extract_schema("HEAD", tmp_path / "new")
-    assert not (old / MIGRATION).exists()
-    return old, new
+    return schemas_around(MIGRATION, tmp_path)
 
 
 def _checks(conn: psycopg.Connection[Any]) -> dict[str, str]:

@@ -6,7 +6,6 @@ new one is the committed HEAD, so a half-edited working tree does not take part.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -14,28 +13,13 @@ import psycopg
 import pytest
 
 from pgrun import migrate
-from pgrun.testing import extract_schema, install_test_clock
-
-REPO = Path(__file__).resolve().parents[1]
-
-
-def _commit_adding_0010() -> str:
-    out = subprocess.run(
-        ["git", "-C", str(REPO), "log", "--diff-filter=A", "--format=%H", "-1", "--", "sql/0010_limits.sql"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    assert out, "sql/0010_limits.sql is not committed"
-    return out
+from pgrun.testing import install_test_clock
+from schema_versions import schemas_around
 
 
 @pytest.fixture
 def schemas(tmp_path: Path) -> tuple[Path, Path]:
-    old = extract_schema(_commit_adding_0010() + "^", tmp_path / "old")
-    new = extract_schema("HEAD", tmp_path / "new")
-    assert not (old / "sql" / "0010_limits.sql").exists()
-    return old, new
+    return schemas_around("sql/0010_limits.sql", tmp_path)
 
 
 def _history(conn: psycopg.Connection[Any]) -> dict[str, Any]:

@@ -6,7 +6,6 @@ new one is the committed HEAD, so a half-edited working tree does not take part.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +14,8 @@ import pytest
 from psycopg.types.json import Jsonb
 
 from pgrun import migrate
-from pgrun.testing import extract_schema
+from schema_versions import schemas_around
 
-REPO = Path(__file__).resolve().parents[1]
 ORG = "22222222-2222-2222-2222-222222222222"
 
 #: keyed specs enqueued on the old schema, one per way a key was held
@@ -40,33 +38,9 @@ SPECS: dict[str, dict[str, Any]] = {
 }
 
 
-def _commit_adding_0012() -> str:
-    out = subprocess.run(
-        [
-            "git",
-            "-C",
-            str(REPO),
-            "log",
-            "--diff-filter=A",
-            "--format=%H",
-            "-1",
-            "--",
-            "sql/0012_workflow_idempotency_name.sql",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    assert out, "sql/0012_workflow_idempotency_name.sql is not committed"
-    return out
-
-
 @pytest.fixture
 def schemas(tmp_path: Path) -> tuple[Path, Path]:
-    old = extract_schema(_commit_adding_0012() + "^", tmp_path / "old")
-    new = extract_schema("HEAD", tmp_path / "new")
-    assert not (old / "sql" / "0012_workflow_idempotency_name.sql").exists()
-    return old, new
+    return schemas_around("sql/0012_workflow_idempotency_name.sql", tmp_path)
 
 
 def _enqueue(conn: psycopg.Connection[Any], spec: dict[str, Any]) -> tuple[Any, bool]:
