@@ -13,7 +13,7 @@ def test_defaults_and_a_generated_worker_id() -> None:
     config = from_env({"DATABASE_URL": "postgresql://x"})
     assert config.database_url == "postgresql://x"
     assert config.worker_id.startswith("worker-")
-    assert (config.poll_interval_ms, config.claim_batch_size, config.lease_ttl_seconds) == (1000, 10, 30)
+    assert (config.poll_interval_ms, config.claim_batch_size, config.lease_ttl_seconds) == (1000, 500, 30)
     assert from_env({"JOBS_WORKER_ID": "   "}).worker_id.startswith("worker-")
     assert from_env({"JOBS_WORKER_ID": "host-1"}).worker_id == "host-1"
     # the reaper retries with each job type's backoff unless a delay is asked for; 0 is one
@@ -60,7 +60,7 @@ def test_values_are_read() -> None:
         ("JOBS_SCHEDULE_POLL_INTERVAL_SECONDS", "0", "schedule_poll_interval_seconds", 1),
         ("JOBS_REAPER_RETRY_DELAY_MS", "-10", "reaper_retry_delay_ms", 0),
         ("JOBS_LEASE_TTL_SECONDS", "ten", "lease_ttl_seconds", 30),
-        ("JOBS_CLAIM_BATCH_SIZE", "2.5", "claim_batch_size", 10),
+        ("JOBS_CLAIM_BATCH_SIZE", "2.5", "claim_batch_size", 500),
     ],
 )
 def test_bad_values_are_clamped_with_a_warning(

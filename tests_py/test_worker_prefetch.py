@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from typing import Any, cast
 
 import psycopg
+import pytest
 
 from pgrun.app import App, JobContext
-from pgrun.client import Client
+from pgrun.client import AsyncClient, Client
 from pgrun.config import Config, from_env
 from pgrun.runner import default_loops, run_loops
+from pgrun.worker import Worker
 from worker_support import fast_config, finished, run_worker_until, statuses
 
 
@@ -45,8 +47,8 @@ def _enqueue(client: Client, name: str, **options: Any) -> Any:
 
 
 def test_prefetch_is_configured_from_the_environment() -> None:
-    assert Config(max_global_concurrency=7).prefetch_limit == 7  # unset: the concurrency
-    assert Config(max_global_concurrency=5000).prefetch_limit == 1000
+    assert Config(max_global_concurrency=7).prefetch is None  # unset: the adaptive bound
+    assert Config(max_global_concurrency=7).prefetch_limit == 1000  # ... whose ceiling is 1000
     assert from_env({"JOBS_PREFETCH": "0"}).prefetch_limit == 0
     assert from_env({"JOBS_PREFETCH": "25"}).prefetch == 25
     assert from_env({"JOBS_PREFETCH": "5000"}).prefetch == 1000  # clamped
@@ -211,3 +213,62 @@ def test_prefetch_zero_claims_only_for_free_slots(db: str) -> None:
         run_worker_until(app, fast_config(db, max_global_concurrency=1, prefetch=0), check, timeout=30)
     assert peak_in_db <= 1 + 1  # the running one, and one outcome not written yet
     assert starts == [f"j{i}" for i in range(6)]
+
+
+def _bound_after(worker: Worker, finished: int, seconds: float) -> int:
+    """The worker's local-queue bound once ``finished`` handlers ended over ``seconds``."""
+    worker._rate_at -= seconds
+    worker._finished += finished
+    return worker._queue_bound()
+
+
+def test_the_default_bound_follows_the_handlers_rate() -> None:
+    """Unset, JOBS_PREFETCH is about 0.1 s of the worker's own throughput: never below its
+    slots, never above 1000. Set, it is a fixed bound whatever the rate."""
+    adaptive = Worker(App(), cast(AsyncClient, None), Config(max_global_concurrency=10))
+    assert adaptive._queue_bound() == 10, "no rate measured yet: one slot's worth each"
+    assert _bound_after(adaptive, 5, 1.0) == 10, "slow handlers: still one slot's worth each"
+    assert 390 <= _bound_after(adaptive, 4000, 1.0) <= 400, "0.1 s of 4,000 a second"
+    assert 400 < _bound_after(adaptive, 300, 0.05) < 1000, "a short sample moves it part of the way"
+    assert _bound_after(adaptive, 100_000, 1.0) == 1000, "the ceiling"
+    assert _bound_after(adaptive, 0, 5.0) == 10, "an idle spell brings it down again"
+    fixed = Worker(App(), cast(AsyncClient, None), Config(max_global_concurrency=10, prefetch=3))
+    assert _bound_after(fixed, 100_000, 1.0) == 3
+
+
+def test_fast_handlers_are_claimed_in_large_batches_and_slow_ones_are_not_hoarded(db: str) -> None:
+    """Default settings, two slots. 3,000 no-op jobs: the claims grow far beyond the slots
+    (a few dozen round trips, not one per two jobs). Then 12 jobs of 0.2 s: the worker holds
+    at most its slots plus one slot's worth, so a second worker would find the rest queued."""
+    asked: list[int] = []
+    claim = AsyncClient.claim_jobs
+
+    async def counting_claim(self: AsyncClient, *args: Any, **kwargs: Any) -> Any:
+        asked.append(kwargs["max_jobs"])
+        return await claim(self, *args, **kwargs)
+
+    starts: list[str] = []
+    app = _app(starts)
+    with Client.connect(db) as client, pytest.MonkeyPatch.context() as patch:
+        patch.setattr(AsyncClient, "claim_jobs", counting_claim)
+        batch = [{"job_type": "t.named", "payload": {"name": f"f{i}"}} for i in range(3000)]
+        fast_ids = [item.job_id for item in client.enqueue_jobs(batch)]
+        config = fast_config(db, max_global_concurrency=2)
+        run_worker_until(app, config, lambda c: not any(d.ready or d.running for d in c.queue_depth()), 60)
+        assert len(starts) == 3000 and len(set(starts)) == 3000
+        assert max(asked) >= 50, f"claims stayed small: {sorted(asked)[-5:]}"
+        assert len(asked) < 300, f"{len(asked)} claims for 3,000 jobs"
+        assert {c.status: c.jobs for c in client.count_jobs()}["succeeded"] == len(fast_ids)
+
+        slow = [client.enqueue_job("t.named", {"name": f"s{i}", "seconds": 0.2}).job_id for i in range(12)]
+        peak_in_db = 0
+
+        def check(c: Client) -> bool:
+            nonlocal peak_in_db
+            peak_in_db = max(peak_in_db, sum(d.running for d in c.queue_depth()))
+            return finished(c, slow)
+
+        run_worker_until(app, config, check, timeout=30)
+        assert statuses(client, slow) == ["succeeded"] * 12
+    # two running, two waiting (one slot's worth each), at most two outcomes not written yet
+    assert peak_in_db <= 2 + 2 + 2

@@ -3,9 +3,11 @@
 What `pgrun worker app:app` runs, without its signal handlers: `pgrun.runner.run_loops` over
 `default_loops(app)` (worker + reaper on one pool, sized by `runner.pool_size`, plus the
 worker's own LISTEN connection), with an `@app.job` async no-op handler. Settings:
-`JOBS_MAX_GLOBAL_CONCURRENCY` = the workload's concurrency, `JOBS_CLAIM_BATCH_SIZE` = the same
-(one claim fills every free slot), other settings at their defaults (poll 1 s, lease 30 s,
-outcomes flushed 2 ms after the first is buffered).
+`JOBS_MAX_GLOBAL_CONCURRENCY` = the workload's concurrency, every other setting at its default
+(claims of at most `JOBS_CLAIM_BATCH_SIZE` jobs into a local queue bounded by `JOBS_PREFETCH`
+and the worker's own throughput, poll 1 s, lease 30 s, outcomes flushed 2 ms after the first
+is buffered). `JOBS_CLAIM_BATCH_SIZE`, `JOBS_PREFETCH` and `JOBS_ASYNC_CLAIMS` in the
+environment override the defaults (bench/peers/ab_env.py's A/B runs).
 Delayed: the same worker, `JOBS_POLL_INTERVAL_MS` = `--poll-s` (60 s, the largest the setting
 allows; default 1 s), so a job that starts on time was started by the worker's timer for its due
 time (the enqueue's NOTIFY carries it); single delayed enqueue `AsyncClient.enqueue_job(run_at=)`,
@@ -55,7 +57,7 @@ def settings(concurrency: int, poll_s: float | None = None) -> dict[str, Any]:
         "driver": f"psycopg 3 async pool ({pool_size(cfg, 2)}) + 1 LISTEN connection",
         "loops": "worker + reaper (pgrun.runner.default_loops)",
         "JOBS_MAX_GLOBAL_CONCURRENCY": concurrency,
-        "JOBS_CLAIM_BATCH_SIZE": concurrency,
+        "JOBS_CLAIM_BATCH_SIZE": cfg.claim_batch_size,
         "JOBS_ASYNC_CLAIMS": cfg.async_claims,
         "JOBS_PREFETCH": cfg.prefetch_limit,
         "flush": "complete_jobs 2 ms after the first buffered outcome (pgrun.worker.FLUSH_DELAY)",
@@ -73,11 +75,14 @@ def config(concurrency: int, dsn: str = "", poll_s: float | None = None) -> Any:
     prefetch = os.environ.get("JOBS_PREFETCH", "").strip()
     # JOBS_ASYNC_CLAIMS=0 in the environment: durable claims and heartbeats (an A/B)
     async_claims = os.environ.get("JOBS_ASYNC_CLAIMS", "").strip().lower() not in ("0", "false", "no", "off")
+    # JOBS_CLAIM_BATCH_SIZE in the environment: an A/B of the claim size (unset: the default)
+    batch = os.environ.get("JOBS_CLAIM_BATCH_SIZE", "").strip()
+    sized = {"claim_batch_size": int(batch)} if batch else {}
     return Config(
         database_url=dsn,
         worker_id="bench-worker",
         max_global_concurrency=concurrency,
-        claim_batch_size=concurrency,
+        **sized,
         async_claims=async_claims,
         prefetch=int(prefetch) if prefetch else None,
         **poll,

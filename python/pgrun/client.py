@@ -14,6 +14,7 @@ for ``await``), each delegating to its builder: change them together
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 import weakref
@@ -207,14 +208,30 @@ def _first_value(rows: list[tuple[Any, ...]]) -> Any:
     return rows[0][0] if rows else None
 
 
+def _record_row(cls: type[T]) -> BaseRowFactory[T]:
+    """Rows as ``cls`` (a result dataclass): built from the values in order when the query's
+    columns are the class's fields in order (the worker builds thousands of ClaimedJob a
+    second; naming each field costs it twice the time), else by name like ``class_row``."""
+    fields = tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+    by_name = class_row(cls)
+
+    def factory(cursor: Any) -> Callable[[Sequence[Any]], T]:
+        columns = tuple(c.name for c in cursor.description or ())
+        if columns == fields:
+            return lambda values: cls(*values)
+        return by_name(cursor)
+
+    return factory
+
+
 def _all(query: str, params: dict[str, Any], row: type[T]) -> Call[list[T]]:
     """Every row, as ``row``."""
-    return Call(query, params, class_row(row), _rows)
+    return Call(query, params, _record_row(row), _rows)
 
 
 def _one(query: str, params: dict[str, Any], row: type[T]) -> Call[T]:
     """The one row, as ``row``."""
-    return Call(query, params, class_row(row), _first)
+    return Call(query, params, _record_row(row), _first)
 
 
 def _scalar(query: str, params: dict[str, Any]) -> Call[Any]:

@@ -2,17 +2,19 @@
 
 One ``Worker`` is a handful of asyncio tasks sharing one connection pool:
 
-* **claim loop** (``_claim_loop``) — while the worker holds fewer jobs than its slots plus
-  ``JOBS_PREFETCH`` (running or waiting to start) and jobs may be ready, one ``claim_jobs``
-  call asks for ``min(room, JOBS_CLAIM_BATCH_SIZE)`` jobs into the **local queue**
-  (``_queue``); a free slot takes the next job from it (``_dispatch``) and runs its handler
-  task, so a freed slot never waits for a claim round trip, and the next claim is in
-  flight while handlers run and outcomes are written. Jobs are started in claim order
-  (priority, run_at, id), so priority order holds within what one worker holds; a job of
-  better priority enqueued later waits for the prefetched ones ahead of it (at most
-  ``JOBS_PREFETCH`` of them). When a claim comes back short the queue is drained: the loop
-  sleeps until a NOTIFY, a freed slot after a full claim, or the poll interval.
-  ``JOBS_PREFETCH=0`` claims only for free slots.
+* **claim loop** (``_claim_loop``) — when the **local queue** (``_queue``: claimed jobs not
+  started yet) is down to half its bound (``_queue_bound``: ``JOBS_PREFETCH`` if set, else
+  about ``PREFETCH_SECONDS`` of the handlers' recent rate, from one slot's worth per slot up
+  to 1000) or a free slot has nothing to start, and jobs may be ready, one ``claim_jobs``
+  call asks for ``min(room, JOBS_CLAIM_BATCH_SIZE)`` jobs, room being the slots plus the
+  bound minus what the worker holds; a free slot takes the next job from the queue
+  (``_dispatch``) and runs its handler task, so a freed slot never waits for a claim round
+  trip, and the next claim is in flight while handlers run and outcomes are written. Jobs
+  are started in claim order (priority, run_at, id), so priority order holds within what
+  one worker holds; a job of better priority enqueued later waits for the prefetched ones
+  ahead of it (at most the bound of them). When a claim comes back short the queue is
+  drained: the loop sleeps until a NOTIFY, a freed slot after a full claim, or the poll
+  interval. ``JOBS_PREFETCH=0`` claims only for free slots.
 * **listener** (``_listen``) — its own connection, ``LISTEN pgrun_jobs``, blocked in
   ``notifies()``: the enqueue functions notify once per queue per statement, so an idle
   worker wakes within a millisecond or two instead of at its next poll.
@@ -118,6 +120,12 @@ log = logging.getLogger("pgrun.worker")
 #: Outcomes are written this long after the first one is buffered (unless the buffer fills).
 FLUSH_DELAY = 0.002
 FLUSH_MAX = 500
+#: By default the local queue holds about this much of the worker's recent throughput (see
+#: ``Worker._queue_bound``): the rate of finished handlers, sampled at most every
+#: RATE_SAMPLE_SECONDS and smoothed over about RATE_SECONDS.
+PREFETCH_SECONDS = 0.1
+RATE_SAMPLE_SECONDS = 0.05
+RATE_SECONDS = 0.25
 #: Back-off after a failed database call (server gone, pool exhausted): doubles to the cap.
 RETRY_MIN, RETRY_MAX = 0.2, 5.0
 #: At most this many writes of parked outcomes (see ``_retry_run``) at a time.
@@ -210,6 +218,12 @@ class Worker:
         #: Claimed jobs not started yet, in claim order (their leases are in ``_leases``).
         self._queue: deque[_Running] = deque()
         self._prefetch = config.prefetch_limit
+        #: Handlers finished, and the rate they finish at (per second, smoothed), sampled
+        #: by ``_queue_bound``.
+        self._finished = 0
+        self._rate = 0.0
+        self._rate_at = time.monotonic()
+        self._rate_finished = 0
         self._buffer: list[_Outcome] = []
         self._buffered = asyncio.Event()
         self._wake = asyncio.Event()
@@ -307,8 +321,12 @@ class Worker:
         job_types = sorted(self.app.job_types)
         delay = RETRY_MIN
         while not stop.is_set():
-            room = self.slots + self._prefetch - len(self._handlers) - len(self._queue)
-            if room > 0 and self._maybe_ready:
+            bound = self._queue_bound()
+            room = self.slots + bound - len(self._handlers) - len(self._queue)
+            # Refill the local queue once it is down to half its bound (or a free slot has
+            # nothing to start): one claim of many jobs, not one claim per freed slot.
+            refill = len(self._queue) <= bound // 2 or len(self._queue) < self.slots - len(self._handlers)
+            if room > 0 and refill and self._maybe_ready:
                 wanted = min(room, self.config.claim_batch_size)
                 started = time.perf_counter()
                 try:
@@ -337,9 +355,27 @@ class Worker:
             # Nothing to do until a NOTIFY, a freed slot or the poll interval.
             self._wake.clear()
             try:
-                await asyncio.wait_for(self._wake.wait(), self.config.poll_interval)
+                async with asyncio.timeout(self.config.poll_interval):
+                    await self._wake.wait()
             except TimeoutError:
                 self._maybe_ready = True
+
+    def _queue_bound(self) -> int:
+        """How many claimed, not started jobs the worker holds now: ``JOBS_PREFETCH`` when it
+        is set; by default what the handlers finish in ``PREFETCH_SECONDS`` at the rate
+        measured lately, at least one per slot, at most ``config.prefetch_limit``. Fast
+        handlers get claims large enough to amortise the round trip; slow ones hold one more
+        slot's worth, so other workers are not starved and a held job waits about one run."""
+        if self.config.prefetch is not None:
+            return self._prefetch
+        now = time.monotonic()
+        elapsed = now - self._rate_at
+        if elapsed >= RATE_SAMPLE_SECONDS:
+            rate = (self._finished - self._rate_finished) / elapsed
+            # Smoothed over about RATE_SECONDS: a sample that long (an idle spell) replaces it.
+            self._rate += min(1.0, elapsed / RATE_SECONDS) * (rate - self._rate)
+            self._rate_at, self._rate_finished = now, self._finished
+        return min(self._prefetch, max(self.slots, int(self._rate * PREFETCH_SECONDS)))
 
     def _dispatch(self) -> None:
         """Start queued jobs while slots are free (none once the worker is stopping: the
@@ -355,6 +391,7 @@ class Worker:
 
     def _handler_done(self, task: asyncio.Task[None]) -> None:
         self._handlers.discard(task)
+        self._finished += 1
         self._dispatch()
         self._wake.set()  # room in the local queue; claims again if the last claim was full
 
@@ -383,7 +420,9 @@ class Worker:
                 loop = asyncio.get_running_loop()
                 sync_context = SyncJobContext(job, self, running.cancelled, loop)
                 call = _in_thread(cast(SyncHandler, spec.handler), sync_context, f"pgrun-job-{job.job_id}")
-            result = await asyncio.wait_for(call, timeout)
+            # In this task (no task of its own per job, as asyncio.wait_for would make)
+            async with asyncio.timeout(timeout):
+                result = await call
             if isinstance(result, Continue):
                 refusal = _continue_problem(result)
                 if refusal is None:
