@@ -411,7 +411,7 @@ def test_a_job_whose_input_python_cannot_decode_fails_alone_and_the_worker_lives
         with psycopg.connect(db, autocommit=True) as conn:
             found = conn.execute(
                 "SELECT j.id, j.status, j.error_code, j.total_attempts, j.result,"
-                " pgrun._attempt_error_message(j.id, j.error_attempt)"
+                " pgrun._job_attempt_error_message(j.id, j.error_attempt)"
                 " FROM pgrun.jobs AS j WHERE j.id = ANY(%s)",
                 (list(ids.values()),),
             ).fetchall()

@@ -312,7 +312,7 @@ BEGIN
                 j.organization_id, v_scope.all_organizations, v_scope.organization_ids, v_scope.untenanted
             )
     ) THEN
-        PERFORM pgrun._raise_job_not_found(get_job_history.job_id, get_job_history.organization_id);
+        PERFORM pgrun._job_raise_not_found(get_job_history.job_id, get_job_history.organization_id);
     END IF;
 
     SELECT

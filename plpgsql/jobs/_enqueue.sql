@@ -356,7 +356,7 @@ BEGIN
             END;
             v_hint := 'Each element is an object whose keys are enqueue_job''s parameter names.';
         WHEN 'job.invalid_type' THEN
-            PERFORM pgrun._raise_invalid_job_type(format('%sjob_type %s is not a valid job type', v_where,
+            PERFORM pgrun._job_raise_invalid_type(format('%sjob_type %s is not a valid job type', v_where,
                 left(coalesce(p_elem -> 'job_type', 'null'::jsonb)::text, 200)));
         WHEN 'job.invalid_payload' THEN
             IF jsonb_typeof(p_elem -> 'payload') = 'object' THEN

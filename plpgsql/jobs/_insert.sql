@@ -15,12 +15,12 @@
 --   its detail naming the link (NULL for a plain job, {workflow_run_id, workflow_step_key}
 --   for a step's job, {schedule_id} for a schedule's). Keyed rows go in ON CONFLICT DO
 --   NOTHING on jobs_idempotency_idx (rows without a key never conflict). Then one
---   pgrun._notify_queues call: the queue name for each queue that got a job ready now, and
+--   pgrun._enqueue_notify_queues call: the queue name for each queue that got a job ready now, and
 --   '<queue> <due>' for each queue that got delayed jobs, <due> the earliest run_at in Unix
 --   milliseconds. Returns the ids it inserted (NULL when none): a keyed element that
 --   conflicted is missing, and the door decides what that means.
 --
--- * _notify_queues(payloads): one pg_notify('pgrun_jobs', payload) per distinct payload, in
+-- * _enqueue_notify_queues(payloads): one pg_notify('pgrun_jobs', payload) per distinct payload, in
 --   order; the one place that calls pg_notify for new jobs (the pgTAP fixtures swap it for
 --   a recorder, tests_sql/fixtures/11_front_door.sql).
 --
@@ -142,7 +142,7 @@ BEGIN
     INTO v_inserted, v_queues;
 
     IF v_queues IS NOT NULL THEN
-        PERFORM pgrun._notify_queues(v_queues);
+        PERFORM pgrun._enqueue_notify_queues(v_queues);
     END IF;
     RETURN v_inserted;
 END;
@@ -162,7 +162,7 @@ COMMENT ON FUNCTION pgrun._enqueue_insert_jobs(
 
 -- Wakes idle workers: one pg_notify per distinct payload (a queue name: jobs ready now; a
 -- queue name, a blank and a due time in Unix milliseconds: delayed jobs), in order.
-CREATE OR REPLACE FUNCTION pgrun._notify_queues(p_queues text[])
+CREATE OR REPLACE FUNCTION pgrun._enqueue_notify_queues(p_queues text[])
 RETURNS void
 LANGUAGE plpgsql
 VOLATILE
@@ -174,8 +174,8 @@ BEGIN
 END;
 $$;
 
-REVOKE EXECUTE ON FUNCTION pgrun._notify_queues(text[]) FROM public;
+REVOKE EXECUTE ON FUNCTION pgrun._enqueue_notify_queues(text[]) FROM public;
 
-COMMENT ON FUNCTION pgrun._notify_queues(text[]) IS
+COMMENT ON FUNCTION pgrun._enqueue_notify_queues(text[]) IS
 'Private: pg_notify(''pgrun_jobs'', payload) once per distinct payload (queue, or queue and due time in '
 'Unix ms); the one insert of new jobs (pgrun._enqueue_insert_jobs) calls it once per call.';

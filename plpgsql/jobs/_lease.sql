@@ -7,12 +7,14 @@
 --   lease_expired; 'not_held' instead for a caller that never held the job and is not an
 --   admin (no oracle for job ids). Batch writes put it in their per-row result; single
 --   writes raise it.
--- * _raise_lease_lost: raises job.lease_lost (RQ004) with a DETAIL naming the reason.
--- * _retry_decision: THE retry-or-dead rule. fail_job, fail_jobs and reap_expired_leases
+-- * _lease_raise_lost: raises job.lease_lost (RQ004) with a DETAIL naming the reason.
+-- * _lease_retry_decision: THE retry-or-dead rule. fail_job, fail_jobs and reap_expired_leases
 --   all call it, so the backoff formula and its bounds live in one place.
--- * _clip: truncates free text (error messages, log lines) instead of rejecting it.
--- * _check_worker, _check_lease_batch: input checks shared by claim/heartbeat and by the
+-- * _job_result_cap: the largest result or state a job of a type may store (its definition's
+--   max_result_bytes, else 1 MiB), for complete_job(s) and continue_job.
+-- * _lease_check_worker, _lease_check_batch: input checks shared by claim/heartbeat and by the
 --   batch writes.
+-- (Free text a worker reports is cut by pgrun._clip, util/_limits.sql.)
 --
 -- The lease check every lifecycle write makes is: id = job_id AND lease_token = lease_token
 -- AND lease_expires_at > pgrun.now(). "status = 'running'" is part of it without being
@@ -74,7 +76,7 @@ COMMENT ON FUNCTION pgrun._lease_lost_reason(uuid, uuid) IS
 -- Raise job.lease_lost for one job. p_reason is what the write itself observed; when NULL
 -- it is looked up now (_lease_lost_reason: 'not_held' unless the caller held the job or is
 -- an admin, and then the DETAIL says nothing about the job either).
-CREATE OR REPLACE FUNCTION pgrun._raise_lease_lost(
+CREATE OR REPLACE FUNCTION pgrun._lease_raise_lost(
     p_job_id uuid,
     p_lease_token uuid,
     p_reason text DEFAULT NULL
@@ -108,9 +110,9 @@ BEGIN
 END;
 $$;
 
-REVOKE EXECUTE ON FUNCTION pgrun._raise_lease_lost(uuid, uuid, text) FROM public;
+REVOKE EXECUTE ON FUNCTION pgrun._lease_raise_lost(uuid, uuid, text) FROM public;
 
-COMMENT ON FUNCTION pgrun._raise_lease_lost(uuid, uuid, text) IS
+COMMENT ON FUNCTION pgrun._lease_raise_lost(uuid, uuid, text) IS
 'Private: raises job.lease_lost (RQ004) for one job, with the reason the write observed (or looked up).';
 
 -- The retry-or-dead decision for an attempt that did not succeed.
@@ -134,7 +136,7 @@ COMMENT ON FUNCTION pgrun._raise_lease_lost(uuid, uuid, text) IS
 -- p_retry_delay is, in fail_jobs, the caller's retry_delay, else the step's
 -- (jobs.step_retry_delay), and in the reaper the step's, else the reaper's own. Returns
 -- retry_at (NULL when the job dies) and dead_reason (NULL when it is retried).
-CREATE OR REPLACE FUNCTION pgrun._retry_decision(
+CREATE OR REPLACE FUNCTION pgrun._lease_retry_decision(
     p_attempt integer,
     p_max_attempts integer,
     p_retryable boolean,
@@ -171,43 +173,43 @@ BEGIN
 END;
 $$;
 
-REVOKE EXECUTE ON FUNCTION pgrun._retry_decision(
+REVOKE EXECUTE ON FUNCTION pgrun._lease_retry_decision(
     integer, integer, boolean, double precision, double precision, double precision,
     interval, timestamptz, text
 ) FROM public;
 
-COMMENT ON FUNCTION pgrun._retry_decision(
+COMMENT ON FUNCTION pgrun._lease_retry_decision(
     integer, integer, boolean, double precision, double precision, double precision,
     interval, timestamptz, text
 ) IS
 'Private: the retry-or-dead rule of fail_job(s) and the reaper: retry_at (the given delay, or the '
 'jittered exponential backoff, at most 10 years) or dead_reason.';
 
--- Free text a worker reports is kept, never rejected: beyond p_max_chars characters it is
--- cut and ends in ' [truncated]' (the result is exactly p_max_chars long).
--- No SET search_path here, on purpose: it is called for every row of a batch, and a SQL
--- function with a SET clause is never inlined (each call then costs ~5 us). Every function
--- and operator is schema-qualified instead, so no search_path can redirect it.
-CREATE OR REPLACE FUNCTION pgrun._clip(p_value text, p_max_chars integer)
-RETURNS text
+-- The largest result or state, in bytes of jsonb, a job of the type may store: its
+-- definition's max_result_bytes, else 1 MiB (sql/0010_limits.sql). complete_job(s) and
+-- continue_job apply it; SQL without a SET clause, inlined into their statements, every
+-- name schema-qualified.
+CREATE OR REPLACE FUNCTION pgrun._job_result_cap(p_job_type text)
+RETURNS integer
 LANGUAGE sql
-IMMUTABLE
+STABLE
 PARALLEL SAFE
 AS $$
-    SELECT CASE
-        WHEN pg_catalog.length(p_value) OPERATOR(pg_catalog.<=) p_max_chars THEN p_value
-        ELSE pg_catalog.left(p_value, p_max_chars OPERATOR(pg_catalog.-) 12)
-            OPERATOR(pg_catalog.||) ' [truncated]'
-    END
+    SELECT coalesce(
+        (SELECT d.max_result_bytes
+         FROM pgrun.job_definitions AS d
+         WHERE d.job_type OPERATOR(pg_catalog.=) p_job_type),
+        1048576
+    )
 $$;
 
-REVOKE EXECUTE ON FUNCTION pgrun._clip(text, integer) FROM public;
+REVOKE EXECUTE ON FUNCTION pgrun._job_result_cap(text) FROM public;
 
-COMMENT ON FUNCTION pgrun._clip(text, integer) IS
-'Private: free text cut to p_max_chars characters, ending in " [truncated]" when it was longer.';
+COMMENT ON FUNCTION pgrun._job_result_cap(text) IS
+'Private: the largest result or state (bytes of jsonb) a job of the type may store: max_result_bytes, else 1 MiB.';
 
 -- worker_id and lease_seconds, as claim_jobs and heartbeat_jobs take them.
-CREATE OR REPLACE FUNCTION pgrun._check_worker(p_worker_id text, p_lease_seconds integer)
+CREATE OR REPLACE FUNCTION pgrun._lease_check_worker(p_worker_id text, p_lease_seconds integer)
 RETURNS void
 LANGUAGE plpgsql
 IMMUTABLE
@@ -231,15 +233,15 @@ BEGIN
 END;
 $$;
 
-REVOKE EXECUTE ON FUNCTION pgrun._check_worker(text, integer) FROM public;
+REVOKE EXECUTE ON FUNCTION pgrun._lease_check_worker(text, integer) FROM public;
 
-COMMENT ON FUNCTION pgrun._check_worker(text, integer) IS
+COMMENT ON FUNCTION pgrun._lease_check_worker(text, integer) IS
 'Private: raises job.invalid_worker_id / job.invalid_lease_seconds (RQ003) for claim_jobs and heartbeat_jobs.';
 
 -- The arrays of a batch write: job_ids and lease_tokens are required, one-dimensional,
 -- without NULL elements or repeated job ids, at most 10000 long; every optional array in
 -- p_optional_lengths (cardinalities, NULL for an array left out) matches their length.
-CREATE OR REPLACE FUNCTION pgrun._check_lease_batch(
+CREATE OR REPLACE FUNCTION pgrun._lease_check_batch(
     p_job_ids uuid[],
     p_lease_tokens uuid[],
     p_optional_lengths integer[] DEFAULT '{}'
@@ -286,8 +288,8 @@ BEGIN
 END;
 $$;
 
-REVOKE EXECUTE ON FUNCTION pgrun._check_lease_batch(uuid[], uuid[], integer[]) FROM public;
+REVOKE EXECUTE ON FUNCTION pgrun._lease_check_batch(uuid[], uuid[], integer[]) FROM public;
 
-COMMENT ON FUNCTION pgrun._check_lease_batch(uuid[], uuid[], integer[]) IS
+COMMENT ON FUNCTION pgrun._lease_check_batch(uuid[], uuid[], integer[]) IS
 'Private: raises job.invalid_batch (RQ003) unless the arrays of a batch write are parallel, '
 'one-dimensional, without NULLs or repeated ids, and at most 10000 long.';

@@ -51,7 +51,7 @@ BEGIN
     FOR UPDATE OF j;
 
     IF NOT FOUND THEN
-        PERFORM pgrun._raise_job_not_found(cancel_job.job_id, cancel_job.organization_id);
+        PERFORM pgrun._job_raise_not_found(cancel_job.job_id, cancel_job.organization_id);
     END IF;
 
     IF v_job.status NOT IN ('queued', 'running') THEN
@@ -79,7 +79,7 @@ BEGIN
         FROM cancelled AS c;
         -- A workflow step's job: settle the step and release dependents.
         IF v_job.workflow_run_id IS NOT NULL THEN
-            PERFORM pgrun._workflow_jobs_finished(ARRAY[v_job.id]);
+            PERFORM pgrun._workflow_finish_steps(ARRAY[v_job.id]);
         END IF;
         RETURN 'cancelled';
     END IF;

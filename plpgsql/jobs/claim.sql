@@ -92,7 +92,7 @@ DECLARE
     v_queues text[];
     v_job_types text[];
 BEGIN
-    PERFORM pgrun._check_worker(claim_jobs.worker_id, claim_jobs.lease_seconds);
+    PERFORM pgrun._lease_check_worker(claim_jobs.worker_id, claim_jobs.lease_seconds);
     IF claim_jobs.max_jobs IS NULL OR claim_jobs.max_jobs NOT BETWEEN 1 AND 1000 THEN
         PERFORM pgrun._raise(
             'job.invalid_max_jobs',

@@ -14,7 +14,7 @@
 -- others. complete_job is the one-job form and raises job.lease_lost instead.
 --
 -- Result cap: a result larger than the job type's max_result_bytes (bytes of jsonb,
--- pg_column_size; NULL = 1 MiB, pgrun._result_cap) is REPORTED the same way: outcome
+-- pg_column_size; NULL = 1 MiB, pgrun._job_result_cap) is REPORTED the same way: outcome
 -- 'result_too_large', lost_reason NULL, nothing written for that job (it keeps running
 -- under its lease, so the worker can fail it), the rest of the batch committed.
 -- complete_job raises job.result_too_large (RQ003) instead. The cap is looked up only for
@@ -35,7 +35,7 @@
 -- statement reads the rows before it.
 --
 -- Workflows: when a job that finished here belongs to a workflow run, the workflow hook
--- (pgrun._workflow_jobs_finished) settles its step in the same transaction. The hook is
+-- (pgrun._workflow_finish_steps) settles its step in the same transaction. The hook is
 -- called only for such jobs, so a batch without workflow jobs pays one NULL test per row.
 --
 -- Errors: job.lease_lost (RQ004, complete_job only); job.invalid_argument (NULL job_id or
@@ -69,7 +69,7 @@ DECLARE
     v_lost_reasons text[];
     v_workflow_jobs uuid[];
 BEGIN
-    PERFORM pgrun._check_lease_batch(
+    PERFORM pgrun._lease_check_batch(
         complete_jobs.job_ids, complete_jobs.lease_tokens, ARRAY[cardinality(complete_jobs.results)]
     );
 
@@ -101,7 +101,7 @@ BEGIN
               j.cancel_requested_at IS NOT NULL
               OR o.result_ok AND (
                   o.result_bytes IS NULL OR o.result_bytes <= 1024
-                  OR o.result_bytes <= pgrun._result_cap(j.job_type)
+                  OR o.result_bytes <= pgrun._job_result_cap(j.job_type)
               )
           )
         RETURNING
@@ -147,7 +147,7 @@ BEGIN
             FROM pgrun.jobs AS j
             CROSS JOIN LATERAL (
                 SELECT CASE
-                    WHEN i.result_bytes > 1024 AND i.result_bytes > pgrun._result_cap(j.job_type)
+                    WHEN i.result_bytes > 1024 AND i.result_bytes > pgrun._job_result_cap(j.job_type)
                         THEN 'result_too_large'
                     WHEN NOT i.result_ok THEN 'result_invalid'
                 END AS refused
@@ -163,7 +163,7 @@ BEGIN
 
     -- Workflow steps of the jobs that just finished: settle them and release dependents.
     IF v_workflow_jobs IS NOT NULL THEN
-        PERFORM pgrun._workflow_jobs_finished(v_workflow_jobs);
+        PERFORM pgrun._workflow_finish_steps(v_workflow_jobs);
     END IF;
 
     RETURN QUERY
@@ -210,7 +210,7 @@ BEGIN
     ) AS c;
 
     IF v_outcome = 'lease_lost' THEN
-        PERFORM pgrun._raise_lease_lost(complete_job.job_id, complete_job.lease_token, v_lost_reason);
+        PERFORM pgrun._lease_raise_lost(complete_job.job_id, complete_job.lease_token, v_lost_reason);
     END IF;
     IF v_outcome = 'result_invalid' THEN
         PERFORM pgrun._raise(
@@ -226,7 +226,7 @@ BEGIN
             (
                 SELECT format(
                     'result is %s bytes of jsonb; the limit for job type %s is %s',
-                    pg_column_size(complete_job.result), j.job_type, pgrun._result_cap(j.job_type)
+                    pg_column_size(complete_job.result), j.job_type, pgrun._job_result_cap(j.job_type)
                 )
                 FROM pgrun.jobs AS j
                 WHERE j.id = complete_job.job_id

@@ -17,7 +17,7 @@
 --
 -- Locks: the job row (FOR UPDATE). The finished attempt is recorded on the 'continued' (or
 -- 'cancelled') event; a job cancelled here that belongs to a workflow run has its step
--- settled by pgrun._workflow_jobs_finished.
+-- settled by pgrun._workflow_finish_steps.
 --
 -- The next step's retry rules: max_attempts (1..1000, as enqueue_job takes it) gives that
 -- step its own attempt budget instead of the job's max_attempts, and retry_delay (the
@@ -31,7 +31,7 @@
 -- max_attempts. A pending cancel still stores them with next_step.
 --
 -- Limits: state is at most the job type's max_result_bytes of jsonb (NULL: 1 MiB; the same
--- cap as a result, pgrun._result_cap), else job.state_too_large, and nested at most 100
+-- cap as a result, pgrun._job_result_cap), else job.state_too_large, and nested at most 100
 -- levels (pgrun._json_depth_ok: no client could decode a deeper one), else
 -- job.invalid_state; in both cases nothing is written, and as for a result the lease is
 -- checked first (a state both too large and too deep is job.state_too_large). delay follows
@@ -99,7 +99,7 @@ BEGIN
     v_state_bytes := pg_column_size(continue_job.state);
     v_state_ok := pgrun._json_depth_ok(continue_job.state);
     IF v_state_bytes > 1024 OR NOT v_state_ok THEN
-        SELECT j.job_type, pgrun._result_cap(j.job_type) INTO v_job_type, v_cap
+        SELECT j.job_type, pgrun._job_result_cap(j.job_type) INTO v_job_type, v_cap
         FROM pgrun.jobs AS j
         WHERE j.id = continue_job.job_id
           AND j.lease_token = continue_job.lease_token
@@ -187,11 +187,11 @@ BEGIN
     FROM continued AS c;
 
     IF v_status IS NULL THEN
-        PERFORM pgrun._raise_lease_lost(continue_job.job_id, continue_job.lease_token);
+        PERFORM pgrun._lease_raise_lost(continue_job.job_id, continue_job.lease_token);
     END IF;
     -- A pending cancel ended the job: settle its workflow step, if any.
     IF v_status = 'cancelled' AND v_workflow_run_id IS NOT NULL THEN
-        PERFORM pgrun._workflow_jobs_finished(ARRAY[continue_job.job_id]);
+        PERFORM pgrun._workflow_finish_steps(ARRAY[continue_job.job_id]);
     END IF;
     RETURN QUERY SELECT
         CASE WHEN v_status = 'queued' THEN 'continued' ELSE 'cancelled' END,

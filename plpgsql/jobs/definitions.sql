@@ -7,7 +7,7 @@
 -- replace, never a merge; jobs already enqueued keep the values they were given.
 -- max_result_bytes is the one setting read at the write it limits, not copied: the largest
 -- result (complete_job) or state (continue_job) a job of the type may store, in bytes of
--- jsonb, 1 KiB..16 MiB (NULL = 1 MiB, pgrun._result_cap), for jobs already enqueued too.
+-- jsonb, 1 KiB..16 MiB (NULL = 1 MiB, pgrun._job_result_cap), for jobs already enqueued too.
 -- A NULL argument means the same as leaving it out (timeout_seconds NULL = no timeout).
 --
 -- set_job_runtime_config(job_type, paused, max_concurrency, clear_max_concurrency)
@@ -111,7 +111,7 @@ BEGIN
     FROM pgrun._job_defaults() AS b;
     -- The job type rule is the one job_definitions' CHECK constraint calls (sql/0015).
     IF upsert_job_definition.job_type IS NULL OR NOT pgrun._valid_job_type(upsert_job_definition.job_type) THEN
-        PERFORM pgrun._raise_invalid_job_type(
+        PERFORM pgrun._job_raise_invalid_type(
             format('job_type %s is not a valid job type', pgrun._shown(upsert_job_definition.job_type))
         );
     END IF;
@@ -240,7 +240,7 @@ DECLARE
     v_row pgrun.job_runtime_configs;
 BEGIN
     IF set_job_runtime_config.job_type IS NULL OR NOT pgrun._valid_job_type(set_job_runtime_config.job_type) THEN
-        PERFORM pgrun._raise_invalid_job_type(
+        PERFORM pgrun._job_raise_invalid_type(
             format('job_type %s is not a valid job type', pgrun._shown(set_job_runtime_config.job_type))
         );
     END IF;

@@ -1,7 +1,7 @@
 -- fail_jobs / fail_job: a handler failed; retry the job later or let it die.
 --
 -- For each job whose lease is still owned (same token, status running, lease_expires_at >
--- pgrun.now()) the attempt ends and pgrun._retry_decision (plpgsql/jobs/_lease.sql, the one
+-- pgrun.now()) the attempt ends and pgrun._lease_retry_decision (plpgsql/jobs/_lease.sql, the one
 -- rule the reaper uses too) decides:
 --   * retryable and attempt < max_attempts -> back to 'queued' at run_at = now + delay:
 --     retry_delay when given, else the step's retry delay (continue_job's retry_delay),
@@ -30,7 +30,7 @@
 -- Locks: the batch's owned job rows, in id order (FOR UPDATE).
 --
 -- Workflows: a job that died or was cancelled here and belongs to a workflow run has its
--- step settled by pgrun._workflow_jobs_finished in the same transaction; the hook is
+-- step settled by pgrun._workflow_finish_steps in the same transaction; the hook is
 -- called only when the batch holds such a job.
 --
 -- Errors: job.lease_lost (RQ004, fail_job only); job.invalid_argument (NULL job_id or
@@ -68,7 +68,7 @@ DECLARE
     v_lost_reasons text[];
     v_workflow_jobs uuid[];
 BEGIN
-    PERFORM pgrun._check_lease_batch(
+    PERFORM pgrun._lease_check_batch(
         fail_jobs.job_ids,
         fail_jobs.lease_tokens,
         ARRAY[
@@ -123,7 +123,7 @@ BEGIN
             d.retry_at,
             d.dead_reason
         FROM owned AS o
-        CROSS JOIN LATERAL pgrun._retry_decision(
+        CROSS JOIN LATERAL pgrun._lease_retry_decision(
             o.attempt, o.max_attempts, o.retryable, o.backoff_base_seconds, o.backoff_max_seconds,
             o.backoff_jitter, o.retry_delay, v_now, 'attempts_exhausted'
         ) AS d
@@ -212,7 +212,7 @@ BEGIN
 
     -- Workflow steps of the jobs that just died or were cancelled: settle them, release dependents.
     IF v_workflow_jobs IS NOT NULL THEN
-        PERFORM pgrun._workflow_jobs_finished(v_workflow_jobs);
+        PERFORM pgrun._workflow_finish_steps(v_workflow_jobs);
     END IF;
 
     RETURN QUERY
@@ -271,7 +271,7 @@ BEGIN
     ) AS f;
 
     IF v_outcome = 'lease_lost' THEN
-        PERFORM pgrun._raise_lease_lost(fail_job.job_id, fail_job.lease_token, v_lost_reason);
+        PERFORM pgrun._lease_raise_lost(fail_job.job_id, fail_job.lease_token, v_lost_reason);
     END IF;
     RETURN QUERY SELECT v_outcome, v_run_at;
 END;

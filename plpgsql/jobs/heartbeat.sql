@@ -60,8 +60,8 @@ AS $$
 DECLARE
     v_now timestamptz := pgrun.now();
 BEGIN
-    PERFORM pgrun._check_worker(heartbeat_jobs.worker_id, heartbeat_jobs.lease_seconds);
-    PERFORM pgrun._check_lease_batch(heartbeat_jobs.job_ids, heartbeat_jobs.lease_tokens);
+    PERFORM pgrun._lease_check_worker(heartbeat_jobs.worker_id, heartbeat_jobs.lease_seconds);
+    PERFORM pgrun._lease_check_batch(heartbeat_jobs.job_ids, heartbeat_jobs.lease_tokens);
 
     RETURN QUERY
     WITH input AS (
@@ -161,7 +161,7 @@ BEGIN
     RETURNING j.cancel_requested_at IS NOT NULL INTO v_cancel_requested;
 
     IF NOT FOUND THEN
-        PERFORM pgrun._raise_lease_lost(report_progress.job_id, report_progress.lease_token);
+        PERFORM pgrun._lease_raise_lost(report_progress.job_id, report_progress.lease_token);
     END IF;
     RETURN v_cancel_requested;
 END;
@@ -237,7 +237,7 @@ BEGIN
     RETURNING c.attempt, c.dropped = 0 INTO v_attempt, v_keep;
 
     IF NOT FOUND THEN
-        PERFORM pgrun._raise_lease_lost(append_job_log.job_id, append_job_log.lease_token);
+        PERFORM pgrun._lease_raise_lost(append_job_log.job_id, append_job_log.lease_token);
     END IF;
     IF NOT v_keep THEN
         RETURN NULL;

@@ -16,7 +16,7 @@
 -- combine with AND; NULL means no filter. Rows carry the scheduling, lease and outcome
 -- columns but not the blobs (payload, state, progress, result, enqueue_request):
 -- get_job has those. count_jobs (jobs/metrics.sql) counts by status with the same filters,
--- the same checks (_check_job_status) and the same filters and tenancy (_jobs_filter).
+-- the same checks (_job_check_status) and the same filters and tenancy (_job_filter).
 --
 -- Names: the job's id is job_id, as every function that takes or returns one calls it.
 -- list_jobs rows (last column) and get_job's object also keep "id", the same value, for
@@ -47,7 +47,7 @@ BEGIN
         (to_jsonb(j) - 'lease_token')
         || jsonb_build_object(
             'job_id', j.id,
-            'error_message', pgrun._attempt_error_message(j.id, j.error_attempt),
+            'error_message', pgrun._job_attempt_error_message(j.id, j.error_attempt),
             'attempts',
             coalesce(
                 (SELECT jsonb_agg(
@@ -66,7 +66,7 @@ BEGIN
             coalesce(
                 (SELECT jsonb_agg(
                     to_jsonb(d) - 'job_id'
-                    || jsonb_build_object('error_message', pgrun._attempt_error_message(d.job_id, d.attempt))
+                    || jsonb_build_object('error_message', pgrun._job_attempt_error_message(d.job_id, d.attempt))
                     ORDER BY d.id
                  )
                  FROM pgrun.job_dead_letters AS d
@@ -80,7 +80,7 @@ BEGIN
         AND pgrun._in_scope(j.organization_id, v_scope.all_organizations, v_scope.organization_ids, v_scope.untenanted);
 
     IF v_job IS NULL THEN
-        PERFORM pgrun._raise_job_not_found(get_job.job_id, get_job.organization_id);
+        PERFORM pgrun._job_raise_not_found(get_job.job_id, get_job.organization_id);
     END IF;
     RETURN v_job;
 END;
@@ -97,7 +97,7 @@ COMMENT ON FUNCTION pgrun.get_job(uuid, uuid) IS
 -- The error message of one attempt of a job: it is stored once, on the event that ended
 -- the attempt; jobs.error_attempt and job_dead_letters.attempt point at it. NULL for a NULL
 -- attempt. A probe of the job's events (primary key (job_id, id)).
-CREATE OR REPLACE FUNCTION pgrun._attempt_error_message(p_job_id uuid, p_attempt integer)
+CREATE OR REPLACE FUNCTION pgrun._job_attempt_error_message(p_job_id uuid, p_attempt integer)
 RETURNS text
 LANGUAGE sql
 STABLE
@@ -110,14 +110,14 @@ AS $$
     LIMIT 1
 $$;
 
-REVOKE EXECUTE ON FUNCTION pgrun._attempt_error_message(uuid, integer) FROM public;
+REVOKE EXECUTE ON FUNCTION pgrun._job_attempt_error_message(uuid, integer) FROM public;
 
-COMMENT ON FUNCTION pgrun._attempt_error_message(uuid, integer) IS
+COMMENT ON FUNCTION pgrun._job_attempt_error_message(uuid, integer) IS
 'Private: the error message of a job''s attempt, from the event that ended it (the one place it is stored).';
 
 -- The status argument of list_jobs and count_jobs: NULL (every status) or one of the jobs
 -- table's CHECK (jobs_status_check), else job.invalid_status.
-CREATE OR REPLACE FUNCTION pgrun._check_job_status(p_status text)
+CREATE OR REPLACE FUNCTION pgrun._job_check_status(p_status text)
 RETURNS void
 LANGUAGE plpgsql
 STABLE
@@ -134,9 +134,9 @@ BEGIN
 END;
 $$;
 
-REVOKE EXECUTE ON FUNCTION pgrun._check_job_status(text) FROM public;
+REVOKE EXECUTE ON FUNCTION pgrun._job_check_status(text) FROM public;
 
-COMMENT ON FUNCTION pgrun._check_job_status(text) IS
+COMMENT ON FUNCTION pgrun._job_check_status(text) IS
 'Private: raises job.invalid_status unless the status argument is NULL or a job status.';
 
 -- The filters list_jobs and count_jobs share, as conditions on "j" (pgrun.jobs) for their
@@ -146,7 +146,7 @@ COMMENT ON FUNCTION pgrun._check_job_status(text) IS
 -- p_ids_param and p_untenanted_param. One organization is a probe of jobs_organization_idx; several, or work
 -- without an organization, a filter on whatever walk the other conditions choose; an admin's
 -- every organization, none. Errors: those of pgrun._caller_scope (access.*).
-CREATE OR REPLACE FUNCTION pgrun._jobs_filter(
+CREATE OR REPLACE FUNCTION pgrun._job_filter(
     p_status text,
     p_job_type text,
     p_queue text,
@@ -191,15 +191,15 @@ BEGIN
 END;
 $$;
 
-REVOKE EXECUTE ON FUNCTION pgrun._jobs_filter(text, text, text, uuid, uuid, text, text) FROM public;
+REVOKE EXECUTE ON FUNCTION pgrun._job_filter(text, text, text, uuid, uuid, text, text) FROM public;
 
-COMMENT ON FUNCTION pgrun._jobs_filter(text, text, text, uuid, uuid, text, text) IS
+COMMENT ON FUNCTION pgrun._job_filter(text, text, text, uuid, uuid, text, text) IS
 'Private: the filters and tenancy of list_jobs and count_jobs as SQL conditions on alias j, '
 'with the scope values their dynamic queries bind.';
 
 -- The query behind list_jobs; plpgsql only so that each filter combination gets its
 -- own plan (dynamic SQL) instead of a generic one full of "param IS NULL OR ...".
-CREATE OR REPLACE FUNCTION pgrun._list_jobs(
+CREATE OR REPLACE FUNCTION pgrun._job_list(
     p_status text,
     p_job_type text,
     p_queue text,
@@ -218,7 +218,7 @@ DECLARE
     v_ids uuid[];
     v_untenanted boolean;
 BEGIN
-    PERFORM pgrun._check_job_status(p_status);
+    PERFORM pgrun._job_check_status(p_status);
     IF v_limit NOT BETWEEN 1 AND 1000 THEN
         PERFORM pgrun._raise(
             'job.invalid_max_rows',
@@ -228,7 +228,7 @@ BEGIN
     END IF;
 
     SELECT f.conditions, f.organization_ids, f.untenanted INTO v_where, v_ids, v_untenanted
-    FROM pgrun._jobs_filter(p_status, p_job_type, p_queue, p_organization_id, p_workflow_run_id, '$8', '$9') AS f;
+    FROM pgrun._job_filter(p_status, p_job_type, p_queue, p_organization_id, p_workflow_run_id, '$8', '$9') AS f;
     IF p_after_id IS NOT NULL THEN
         v_where := v_where || 'j.id > $6'::text;
     END IF;
@@ -241,9 +241,9 @@ BEGIN
 END;
 $$;
 
-REVOKE EXECUTE ON FUNCTION pgrun._list_jobs(text, text, text, uuid, uuid, uuid, integer) FROM public;
+REVOKE EXECUTE ON FUNCTION pgrun._job_list(text, text, text, uuid, uuid, uuid, integer) FROM public;
 
-COMMENT ON FUNCTION pgrun._list_jobs(text, text, text, uuid, uuid, uuid, integer) IS
+COMMENT ON FUNCTION pgrun._job_list(text, text, text, uuid, uuid, uuid, integer) IS
 'Private: validates list_jobs'' arguments and runs its query with a plan for the filters given.';
 
 CREATE OR REPLACE FUNCTION pgrun.list_jobs(
@@ -294,10 +294,10 @@ AS $$
         j.id, j.job_type, j.queue, j.priority, j.status, j.run_at, j.attempt, j.total_attempts,
         j.max_attempts, j.timeout_seconds, j.worker_id, j.lease_expires_at, j.heartbeat_at,
         j.cancel_requested_at, j.cancel_reason, j.step, j.error_code,
-        pgrun._attempt_error_message(j.id, j.error_attempt),
+        pgrun._job_attempt_error_message(j.id, j.error_attempt),
         j.organization_id, j.idempotency_key, j.workflow_run_id, j.workflow_step_key, j.schedule_id,
         j.created_at, j.updated_at, j.started_at, j.finished_at, j.id
-    FROM pgrun._list_jobs(
+    FROM pgrun._job_list(
         list_jobs.status, list_jobs.job_type, list_jobs.queue, list_jobs.organization_id,
         list_jobs.workflow_run_id, list_jobs.after_id, list_jobs.max_rows
     ) AS j

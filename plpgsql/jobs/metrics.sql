@@ -13,7 +13,7 @@
 -- count_jobs(status, job_type, queue, organization_id, workflow_run_id) is list_jobs without
 -- the paging: one row per status of jobs_status_check in lifecycle order (queued, running,
 -- succeeded, dead, cancelled; zeros included), or with status given that one row. Its filters,
--- argument check (_check_job_status), filters and tenancy (_jobs_filter) are list_jobs'
+-- argument check (_job_check_status), filters and tenancy (_job_filter) are list_jobs'
 -- (jobs/inspect.sql), and like it each filter combination is planned on its own (dynamic SQL),
 -- so the planner sees the status and can use a partial index. What it costs, per status (plan
 -- shapes in docs/enqueue.md, "Counting jobs"):
@@ -198,7 +198,7 @@ COMMENT ON FUNCTION pgrun.job_metrics(uuid) IS
 
 -- The query behind count_jobs (plpgsql for the checks and the dynamic SQL; the public
 -- function is SQL because its parameter status and its result column status share a name).
-CREATE OR REPLACE FUNCTION pgrun._count_jobs(
+CREATE OR REPLACE FUNCTION pgrun._job_count(
     p_status text,
     p_job_type text,
     p_queue text,
@@ -215,10 +215,10 @@ DECLARE
     v_untenanted boolean;
     v_query text;
 BEGIN
-    PERFORM pgrun._check_job_status(p_status);
+    PERFORM pgrun._job_check_status(p_status);
 
     SELECT f.conditions, f.organization_ids, f.untenanted INTO v_where, v_ids, v_untenanted
-    FROM pgrun._jobs_filter(p_status, p_job_type, p_queue, p_organization_id, p_workflow_run_id, '$6', '$7') AS f;
+    FROM pgrun._job_filter(p_status, p_job_type, p_queue, p_organization_id, p_workflow_run_id, '$6', '$7') AS f;
 
     IF p_status IS NOT NULL THEN
         -- One status: a bare count(*), so that for queued and running the partial index alone
@@ -246,9 +246,9 @@ BEGIN
 END;
 $$;
 
-REVOKE EXECUTE ON FUNCTION pgrun._count_jobs(text, text, text, uuid, uuid) FROM public;
+REVOKE EXECUTE ON FUNCTION pgrun._job_count(text, text, text, uuid, uuid) FROM public;
 
-COMMENT ON FUNCTION pgrun._count_jobs(text, text, text, uuid, uuid) IS
+COMMENT ON FUNCTION pgrun._job_count(text, text, text, uuid, uuid) IS
 'Private: validates count_jobs'' arguments and runs its count with a plan for the filters given.';
 
 CREATE OR REPLACE FUNCTION pgrun.count_jobs(
@@ -265,7 +265,7 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT c.job_status, c.job_count
-    FROM pgrun._count_jobs(
+    FROM pgrun._job_count(
         count_jobs.status, count_jobs.job_type, count_jobs.queue, count_jobs.organization_id,
         count_jobs.workflow_run_id
     ) WITH ORDINALITY AS c (job_status, job_count, ordinal)

@@ -3,7 +3,7 @@
 -- A running job with lease_expires_at <= pgrun.now() has lost its worker (crash, network
 -- partition, a stop without a final write). Up to max_jobs of them, longest expired
 -- first, are taken and their attempt ends with outcome 'lease_expired' (error code
--- 'lease_expired'). pgrun._retry_decision (the same rule as fail_job) decides the rest:
+-- 'lease_expired'). pgrun._lease_retry_decision (the same rule as fail_job) decides the rest:
 --   * attempts left -> 'queued' again after the step's retry delay (continue_job's
 --     retry_delay) when it has one, else retry_delay when given, else the backoff, event
 --     'lease_expired'. The step's delay wins over this call's: the reaper's retry_delay is
@@ -102,7 +102,7 @@ BEGIN
             d.dead_reason,
             format('the lease of worker %s expired at %s', e.worker_id, e.lease_expires_at) AS message
         FROM expired AS e
-        CROSS JOIN LATERAL pgrun._retry_decision(
+        CROSS JOIN LATERAL pgrun._lease_retry_decision(
             -- a job its schedule forbids to re-enter has used up its budget for this decision
             e.attempt, CASE WHEN e.id = ANY (v_stale) THEN e.attempt ELSE e.max_attempts END, true,
             e.backoff_base_seconds, e.backoff_max_seconds,
@@ -175,7 +175,7 @@ BEGIN
 
     -- Workflow steps of exactly the jobs this call ended (dead or cancelled).
     IF cardinality(v_workflow_finished) > 0 THEN
-        PERFORM pgrun._workflow_jobs_finished(v_workflow_finished);
+        PERFORM pgrun._workflow_finish_steps(v_workflow_finished);
     END IF;
 
     RETURN QUERY

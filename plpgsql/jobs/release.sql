@@ -19,7 +19,7 @@
 --   * a cancel request is pending -> 'cancelled' instead, like every other write that
 --     ends a claim after a request (complete_jobs, fail_jobs, continue_job, the reaper):
 --     finished_at set, event 'cancelled' recording the attempt with outcome 'cancelled';
---     a workflow step's job settles its step (pgrun._workflow_jobs_finished). The cancel
+--     a workflow step's job settles its step (pgrun._workflow_finish_steps). The cancel
 --     wins: handing the job back would only have it claimed and cancelled again.
 -- The caller asserts that no handler ran under the lease; the SQL cannot tell.
 --
@@ -31,7 +31,7 @@
 -- Locks: the batch's owned job rows, in id order (one UPDATE joined to the input sorted by
 -- id, by primary key), as complete_jobs.
 --
--- Errors: job.invalid_batch (RQ003: the arrays, pgrun._check_lease_batch).
+-- Errors: job.invalid_batch (RQ003: the arrays, pgrun._lease_check_batch).
 
 CREATE OR REPLACE FUNCTION pgrun.release_jobs(
     job_ids uuid[],
@@ -58,7 +58,7 @@ DECLARE
     v_lost_reasons text[];
     v_workflow_jobs uuid[];
 BEGIN
-    PERFORM pgrun._check_lease_batch(release_jobs.job_ids, release_jobs.lease_tokens);
+    PERFORM pgrun._lease_check_batch(release_jobs.job_ids, release_jobs.lease_tokens);
 
     WITH input AS (
         SELECT i.id, i.token, i.ord
@@ -125,7 +125,7 @@ BEGIN
 
     -- Workflow steps of the jobs that ended cancelled here: settle them.
     IF v_workflow_jobs IS NOT NULL THEN
-        PERFORM pgrun._workflow_jobs_finished(v_workflow_jobs);
+        PERFORM pgrun._workflow_finish_steps(v_workflow_jobs);
     END IF;
 
     RETURN QUERY

@@ -67,7 +67,7 @@ BEGIN
     FOR UPDATE OF j;
 
     IF NOT FOUND THEN
-        PERFORM pgrun._raise_job_not_found(requeue_job.job_id, requeue_job.organization_id);
+        PERFORM pgrun._job_raise_not_found(requeue_job.job_id, requeue_job.organization_id);
     END IF;
     IF v_job.workflow_run_id IS NOT NULL THEN
         PERFORM pgrun._raise(

@@ -7,7 +7,7 @@
 -- each such expired job it
 --   * returns its id: the reaper decides on it as if its attempt budget were used up (the
 --     attempts it has used count as its max_attempts for that one decision), so its own rule
---     (_retry_decision) declares it dead in the very next statement: attempt outcome
+--     (_lease_retry_decision) declares it dead in the very next statement: attempt outcome
 --     'lease_expired', a 'dead' event, a job_dead_letters row with reason 'lease_expired', all
 --     written by the reaper as for any job. The job's declared max_attempts is not touched:
 --     a later requeue_job gives it its whole budget again;

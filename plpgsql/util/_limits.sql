@@ -12,15 +12,15 @@
 -- * _shown(value): a text value as a DETAIL echoes it: quoted, at most 200 characters
 --   (longer ones are cut and say how long they were), 'NULL' for NULL. No DETAIL repeats a
 --   huge argument into the client or the server log.
+-- * _clip(value, max_chars): free text a worker or a caller reports (error messages, log
+--   lines, reasons) is kept, never rejected: cut to max_chars, ending in ' [truncated]'.
 -- * _valid_job_type(value): the job type rule, defined once in sql/0015_one_job_type_check.sql
 --   (the CHECK constraints of job_definitions and job_schedules call it, so it is versioned
---   with the tables, not re-created here); _raise_invalid_job_type(detail) raises
---   job.invalid_type with the one HINT that spells the rule out.
+--   with the tables, not re-created here); jobs/_errors.sql raises job.invalid_type with
+--   the one HINT that spells the rule out (_job_raise_invalid_type).
 -- * _valid_queue(value): the queue name rule (job_definitions' CHECK constraint says the
 --   same). Both test the length before the pattern, so a huge string is refused without
 --   running a regex over it.
--- * _result_cap(job_type): the largest result or state, in bytes of jsonb, a job of the type
---   may store: its definition's max_result_bytes, else 1 MiB (sql/0010_limits.sql).
 -- * _json_depth_ok(value): THE nesting rule for a JSON value pgrun stores from a client (a
 --   payload, a result, a continue state, progress, log fields, run metadata, a step payload,
 --   an external output): at most 100 arrays/objects nested in one another. A value nested
@@ -43,8 +43,7 @@
 -- The SQL helpers have no SET clause, so they are inlined into the query that calls them;
 -- every name in them is schema-qualified instead (as in pgrun._clip).
 --
--- Locks: none. Errors: _check_time raises the code it is given (RQ003);
--- _raise_invalid_job_type raises job.invalid_type (RQ003).
+-- Locks: none. Errors: _check_time raises the code it is given (RQ003).
 
 CREATE OR REPLACE FUNCTION pgrun._time_ok(p_value timestamptz)
 RETURNS boolean
@@ -140,26 +139,28 @@ REVOKE EXECUTE ON FUNCTION pgrun._shown(text) FROM public;
 COMMENT ON FUNCTION pgrun._shown(text) IS
 'Private: a value as error DETAILs echo it: quoted, cut at 200 characters (saying how long it was), or NULL.';
 
--- The job type rule itself, pgrun._valid_job_type, is in sql/0015_one_job_type_check.sql.
-CREATE OR REPLACE FUNCTION pgrun._raise_invalid_job_type(p_detail text)
-RETURNS void
-LANGUAGE plpgsql
+-- Free text a worker reports is kept, never rejected: beyond p_max_chars characters it is
+-- cut and ends in ' [truncated]' (the result is exactly p_max_chars long).
+-- No SET search_path here, on purpose: it is called for every row of a batch, and a SQL
+-- function with a SET clause is never inlined (each call then costs ~5 us). Every function
+-- and operator is schema-qualified instead, so no search_path can redirect it.
+CREATE OR REPLACE FUNCTION pgrun._clip(p_value text, p_max_chars integer)
+RETURNS text
+LANGUAGE sql
 IMMUTABLE
+PARALLEL SAFE
 AS $$
-BEGIN
-    PERFORM pgrun._raise(
-        'job.invalid_type',
-        p_detail,
-        'Use at most 128 characters: lowercase letters, digits and _, in segments '
-            'joined by ".", ":" or "-", starting with a letter (e.g. email.send).'
-    );
-END;
+    SELECT CASE
+        WHEN pg_catalog.length(p_value) OPERATOR(pg_catalog.<=) p_max_chars THEN p_value
+        ELSE pg_catalog.left(p_value, p_max_chars OPERATOR(pg_catalog.-) 12)
+            OPERATOR(pg_catalog.||) ' [truncated]'
+    END
 $$;
 
-REVOKE EXECUTE ON FUNCTION pgrun._raise_invalid_job_type(text) FROM public;
+REVOKE EXECUTE ON FUNCTION pgrun._clip(text, integer) FROM public;
 
-COMMENT ON FUNCTION pgrun._raise_invalid_job_type(text) IS
-'Private: raise job.invalid_type (RQ003) with the given DETAIL and the HINT that states the job type rule.';
+COMMENT ON FUNCTION pgrun._clip(text, integer) IS
+'Private: free text cut to p_max_chars characters, ending in " [truncated]" when it was longer.';
 
 CREATE OR REPLACE FUNCTION pgrun._valid_queue(p_value text)
 RETURNS boolean
@@ -177,25 +178,6 @@ REVOKE EXECUTE ON FUNCTION pgrun._valid_queue(text) FROM public;
 
 COMMENT ON FUNCTION pgrun._valid_queue(text) IS
 'Private: whether a queue name is valid (at most 64 characters, tested first, then the pattern); NULL for NULL.';
-
-CREATE OR REPLACE FUNCTION pgrun._result_cap(p_job_type text)
-RETURNS integer
-LANGUAGE sql
-STABLE
-PARALLEL SAFE
-AS $$
-    SELECT coalesce(
-        (SELECT d.max_result_bytes
-         FROM pgrun.job_definitions AS d
-         WHERE d.job_type OPERATOR(pg_catalog.=) p_job_type),
-        1048576
-    )
-$$;
-
-REVOKE EXECUTE ON FUNCTION pgrun._result_cap(text) FROM public;
-
-COMMENT ON FUNCTION pgrun._result_cap(text) IS
-'Private: the largest result or state (bytes of jsonb) a job of the type may store: max_result_bytes, else 1 MiB.';
 
 CREATE OR REPLACE FUNCTION pgrun._json_depth_ok(p_value jsonb)
 RETURNS boolean

@@ -6,7 +6,7 @@
 --
 --   * cancel_workflow_run locks the run's unfinished job rows in id order FIRST, then
 --     the run row FOR UPDATE (mode 'exclusive').
---   * the release path of job completion (pgrun._workflow_jobs_finished, called by the job
+--   * the release path of job completion (pgrun._workflow_finish_steps, called by the job
 --     functions while they hold the finished job rows) takes the run row FOR KEY SHARE and
 --     waits for it (mode 'shared'), with lock_timeout capped at 5 s for that wait: a stricter
 --     (shorter, non-zero) caller value is kept, an unlimited or longer one is capped, and

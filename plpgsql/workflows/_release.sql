@@ -40,7 +40,7 @@
 --   becomes failed (some step failed, was skipped or cancelled) or succeeded. Every path
 --   that opens or closes steps reports it here, under the run row lock, so the status
 --   never needs a scan of the run's steps (only the final failed/succeeded check reads them).
--- * _workflow_jobs_finished(job_ids): THE hook the job functions call, in their own
+-- * _workflow_finish_steps(job_ids): THE hook the job functions call, in their own
 --   transaction, after a job became succeeded, dead or cancelled. See its comment.
 --
 -- Locks: callers hold the run lock (pgrun._workflow_lock_runs) and the
@@ -343,7 +343,7 @@ COMMENT ON FUNCTION pgrun._workflow_settle_runs(uuid[], integer[]) IS
 -- Locks, in order: (the caller's job rows), the SHARED run lock (FOR KEY SHARE) with a 5 s
 -- lock_timeout cap (pgrun._workflow_lock_runs), the workflow_runs rows in id order, then
 -- step rows. Errors: workflow.release_conflict (RQ001) when the run lock wait times out.
-CREATE OR REPLACE FUNCTION pgrun._workflow_jobs_finished(p_job_ids uuid[])
+CREATE OR REPLACE FUNCTION pgrun._workflow_finish_steps(p_job_ids uuid[])
 RETURNS void
 LANGUAGE plpgsql
 VOLATILE
@@ -423,7 +423,7 @@ BEGIN
 END;
 $$;
 
-REVOKE EXECUTE ON FUNCTION pgrun._workflow_jobs_finished(uuid[]) FROM public;
+REVOKE EXECUTE ON FUNCTION pgrun._workflow_finish_steps(uuid[]) FROM public;
 
-COMMENT ON FUNCTION pgrun._workflow_jobs_finished(uuid[]) IS
+COMMENT ON FUNCTION pgrun._workflow_finish_steps(uuid[]) IS
 'Private: the job functions'' hook; settles the workflow steps of jobs that just finished and releases dependents.';

@@ -6,7 +6,7 @@
 -- cancel_job does, so heartbeat_jobs tells their workers and the worker's next write
 -- ends them. The run becomes cancelled with the reason (at most 1024 characters kept).
 -- A job that finishes after the cancel records its own outcome on its job row, but its
--- step stays cancelled and nothing is released (pgrun._workflow_jobs_finished ignores
+-- step stays cancelled and nothing is released (pgrun._workflow_finish_steps ignores
 -- runs that are not running).
 --
 -- Cancelling a cancelled run changes nothing (changed = false); a succeeded or failed

@@ -150,7 +150,7 @@ COMMENT ON FUNCTION pgrun.get_workflow_run(uuid, uuid) IS
 
 -- The query behind list_workflow_runs (plpgsql for the argument checks; the public
 -- function is SQL because its parameters and result columns share names).
-CREATE OR REPLACE FUNCTION pgrun._list_workflow_runs(
+CREATE OR REPLACE FUNCTION pgrun._workflow_list_runs(
     p_status text,
     p_organization_id uuid,
     p_after_id uuid,
@@ -193,9 +193,9 @@ BEGIN
 END;
 $$;
 
-REVOKE EXECUTE ON FUNCTION pgrun._list_workflow_runs(text, uuid, uuid, integer) FROM public;
+REVOKE EXECUTE ON FUNCTION pgrun._workflow_list_runs(text, uuid, uuid, integer) FROM public;
 
-COMMENT ON FUNCTION pgrun._list_workflow_runs(text, uuid, uuid, integer) IS
+COMMENT ON FUNCTION pgrun._workflow_list_runs(text, uuid, uuid, integer) IS
 'Private: validates list_workflow_runs'' arguments and runs its query.';
 
 CREATE OR REPLACE FUNCTION pgrun.list_workflow_runs(
@@ -226,7 +226,7 @@ AS $$
     SELECT
         r.id, r.name, r.status, r.organization_id, r.idempotency_key, r.metadata, r.open_step_count,
         r.cancel_reason, r.created_at, r.updated_at, r.finished_at, r.id
-    FROM pgrun._list_workflow_runs(
+    FROM pgrun._workflow_list_runs(
         list_workflow_runs.status, list_workflow_runs.organization_id, list_workflow_runs.after_id,
         list_workflow_runs.max_rows
     ) AS r

@@ -9,8 +9,8 @@ SELECT is(
     NULL::integer,
     'left out, the cap is NULL'
 );
-SELECT is(pgrun._result_cap('mail.send'), 1048576, 'NULL means 1 MiB');
-SELECT is(pgrun._result_cap('no.such.type'), 1048576, 'a type without a definition gets 1 MiB');
+SELECT is(pgrun._job_result_cap('mail.send'), 1048576, 'NULL means 1 MiB');
+SELECT is(pgrun._job_result_cap('no.such.type'), 1048576, 'a type without a definition gets 1 MiB');
 
 -- TEST: a cap is stored, and a change is audited
 SELECT is(
@@ -18,7 +18,7 @@ SELECT is(
     16384,
     'a cap is stored'
 );
-SELECT is(pgrun._result_cap('mail.send'), 16384, 'and applies');
+SELECT is(pgrun._job_result_cap('mail.send'), 16384, 'and applies');
 SELECT is(
     (SELECT detail ->> 'max_result_bytes' FROM pgrun.audit_log
      WHERE action = 'job_definition.upserted' AND subject = 'mail.send' ORDER BY id DESC LIMIT 1),
@@ -35,7 +35,7 @@ SELECT throws_ok(
     $$SELECT pgrun.upsert_job_definition('mail.send', max_result_bytes => 16777217)$$,
     'RQ003', 'job.invalid_max_result_bytes', 'above 16 MiB: no type is unbounded'
 );
-SELECT is(pgrun._result_cap('mail.send'), 16384, 'a refused call changed nothing');
+SELECT is(pgrun._job_result_cap('mail.send'), 16384, 'a refused call changed nothing');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -9,11 +9,11 @@ SELECT plan(7);
 SELECT is(
     (SELECT string_agg(p.proname, ', ') FROM pg_proc AS p
      WHERE p.pronamespace = 'pgrun'::regnamespace AND p.prosrc ~ 'pg_notify'),
-    '_notify_queues',
-    'pgrun._notify_queues is the only pgrun function calling pg_notify'
+    '_enqueue_notify_queues',
+    'pgrun._enqueue_notify_queues is the only pgrun function calling pg_notify'
 );
 SELECT ok(
-    (SELECT prosrc ~ $re$pg_notify\('pgrun_jobs', q\.queue\)$re$ FROM pg_proc WHERE oid = 'pgrun._notify_queues(text[])'::regprocedure)
+    (SELECT prosrc ~ $re$pg_notify\('pgrun_jobs', q\.queue\)$re$ FROM pg_proc WHERE oid = 'pgrun._enqueue_notify_queues(text[])'::regprocedure)
     AND NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = 'pgrun.jobs'::regclass AND NOT tgisinternal),
     'it sends the queue name on channel pgrun_jobs, and pgrun.jobs has no trigger'
 );

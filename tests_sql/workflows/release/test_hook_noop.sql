@@ -10,13 +10,13 @@ SELECT pgrun_test.wf_enqueue('{"steps": [{"key": "a", "job_type": "t"}, {"key": 
 -- TEST: plain jobs
 SELECT is(pgrun.complete_job(:'plain', :'token'), 'succeeded', 'a plain job completes as before');
 SELECT lives_ok(
-    format($$SELECT pgrun._workflow_jobs_finished(ARRAY[%L::uuid, gen_random_uuid(), NULL])$$, :'plain'),
+    format($$SELECT pgrun._workflow_finish_steps(ARRAY[%L::uuid, gen_random_uuid(), NULL])$$, :'plain'),
     'plain, unknown and NULL ids are ignored');
 
 -- TEST: idempotent
 SELECT pgrun_test.wf_succeed(:'run', 'a');
 SELECT pgrun_test.wf_job(:'run', 'b') AS b_job \gset
-SELECT pgrun._workflow_jobs_finished(ARRAY[pgrun_test.wf_job(:'run', 'a'), pgrun_test.wf_job(:'run', 'b')]);
+SELECT pgrun._workflow_finish_steps(ARRAY[pgrun_test.wf_job(:'run', 'a'), pgrun_test.wf_job(:'run', 'b')]);
 SELECT is(
     (SELECT count(*) FROM pgrun.jobs WHERE workflow_run_id = :'run'),
     2::bigint,
