@@ -530,8 +530,8 @@ COMMENT ON FUNCTION pgrun._enqueue_check_requests(jsonb, boolean) IS
 'Private: every check of an enqueue call before it writes (shape, fields, organizations, isolation of keyed '
 'elements); returns the organization it stamps on elements that name none.';
 
--- Section 3 of _enqueue: the keyed elements that created nothing (their id is not in
--- p_created, the ids the insert returned). Each must be a retry of the request that holds
+-- Section 3 of _enqueue: the keyed elements of p_jobs (the jobs handed to the insert) that
+-- created nothing (their id is not in p_created, the ids the insert returned). Each must be a retry of the request that holds
 -- its key: the stored snapshot equals the element's. Returns them, in array order, as a
 -- JSON array of {ordinality, id, status, run_at}, the job each key names as it is now, for
 -- the result (NULL when every keyed element created its job). The existing rows are read
@@ -541,11 +541,7 @@ COMMENT ON FUNCTION pgrun._enqueue_check_requests(jsonb, boolean) IS
 -- job.enqueue_idempotency_race (40001: the row holding the key is gone, e.g. purged
 -- meanwhile), each naming the first such element unless p_single.
 CREATE OR REPLACE FUNCTION pgrun._enqueue_check_retries(
-    p_ids uuid[],
-    p_job_types text[],
-    p_organization_ids uuid[],
-    p_idempotency_keys text[],
-    p_requests jsonb[],
+    p_jobs pgrun._new_job[],
     p_created uuid[],
     p_single boolean
 )
@@ -562,9 +558,8 @@ DECLARE
     v_where text;
 BEGIN
     WITH found AS MATERIALIZED (
-        SELECT u.ord, u.request, x.id, x.status, x.run_at, x.enqueue_request
-        FROM unnest(p_ids, p_job_types, p_organization_ids, p_idempotency_keys, p_requests)
-            WITH ORDINALITY AS u (id, job_type, organization_id, idempotency_key, request, ord)
+        SELECT u.ordinality AS ord, u.enqueue_request AS request, x.id, x.status, x.run_at, x.enqueue_request
+        FROM unnest(p_jobs) WITH ORDINALITY AS u
         -- LIMIT keeps this a per-element probe of jobs_idempotency_idx, never a join over jobs
         LEFT JOIN LATERAL (
             SELECT h.id, h.status, h.run_at, h.enqueue_request
@@ -628,13 +623,9 @@ BEGIN
 END;
 $$;
 
-REVOKE EXECUTE ON FUNCTION pgrun._enqueue_check_retries(
-    uuid[], text[], uuid[], text[], jsonb[], uuid[], boolean
-) FROM public;
+REVOKE EXECUTE ON FUNCTION pgrun._enqueue_check_retries(pgrun._new_job[], uuid[], boolean) FROM public;
 
-COMMENT ON FUNCTION pgrun._enqueue_check_retries(
-    uuid[], text[], uuid[], text[], jsonb[], uuid[], boolean
-) IS
+COMMENT ON FUNCTION pgrun._enqueue_check_retries(pgrun._new_job[], uuid[], boolean) IS
 'Private: the keyed enqueue elements that created nothing, each checked to be a retry of its key''s request; '
 'raises job.enqueue_conflicting_retry (RQ001) or job.enqueue_idempotency_race (40001).';
 
@@ -661,17 +652,7 @@ DECLARE
     v_now timestamptz := pgrun.now();
     v_count integer;
     v_default_org uuid;
-    v_ids uuid[];
-    v_job_types text[];
-    v_payloads jsonb[];
-    v_queues text[];
-    v_priorities integer[];
-    v_max_attempts integer[];
-    v_timeouts integer[];
-    v_run_ats timestamptz[];
-    v_orgs uuid[];
-    v_keys text[];
-    v_requests jsonb[];
+    v_jobs pgrun._new_job[];
     v_keyed boolean;
     v_created uuid[];
     v_pending jsonb;
@@ -683,29 +664,20 @@ BEGIN
         RETURN;
     END IF;
 
-    -- 2. Each element as its job, one array per column, in array order: a new id
+    -- 2. Each element as its job (a pgrun._new_job), in array order: a new id
     -- (pgrun._uuidv7_series), the payload (NULL as {}), the settings asked (NULL = not asked),
     -- the effective run_at (run_at, else now + delay, else now), the organization (the
     -- element's, else the default), the key and, for a keyed element only, the snapshot of
     -- the request as asked (enqueue.sql, Idempotency). Written here, not in a helper: arrays
     -- handed out of a function are copied twice more. Then the shared insert resolves,
     -- inserts, events and announces them.
-    -- A column no element gives is one NULL instead of an array of NULLs (the insert reads
-    -- both alike): the common request names a type and a payload only, and every array the
-    -- insert takes costs it a copy and an unnest.
     SELECT
-        array_agg(q.id), array_agg(q.job_type), array_agg(q.payload),
-        CASE WHEN count(q.queue) > 0 THEN array_agg(q.queue) END,
-        CASE WHEN count(q.priority) > 0 THEN array_agg(q.priority) END,
-        CASE WHEN count(q.max_attempts) > 0 THEN array_agg(q.max_attempts) END,
-        CASE WHEN count(q.timeout_seconds) > 0 THEN array_agg(q.timeout_seconds) END,
-        array_agg(q.eff_run_at),
-        CASE WHEN count(q.organization_id) > 0 THEN array_agg(q.organization_id) END,
-        CASE WHEN count(q.idempotency_key) > 0 THEN array_agg(q.idempotency_key) END,
-        CASE WHEN count(q.idempotency_key) > 0 THEN array_agg(q.request) END,
+        array_agg(ROW(
+            q.id, q.job_type, q.payload, q.queue, q.priority, q.max_attempts, q.timeout_seconds,
+            q.eff_run_at, q.organization_id, q.idempotency_key, q.request, NULL, NULL, NULL
+        )::pgrun._new_job),
         count(q.idempotency_key) > 0
-    INTO v_ids, v_job_types, v_payloads, v_queues, v_priorities, v_max_attempts, v_timeouts, v_run_ats,
-        v_orgs, v_keys, v_requests, v_keyed
+    INTO v_jobs, v_keyed
     FROM (
         SELECT
             e.ord,
@@ -739,39 +711,32 @@ BEGIN
         -- the aggregates keep this order: every array lists the elements in array order
         ORDER BY e.ord
     ) AS q;
-    v_created := pgrun._enqueue_insert_jobs(
-        v_ids, v_job_types, v_payloads, v_queues, v_priorities,
-        v_max_attempts, v_timeouts, v_run_ats, v_orgs,
-        v_keys, v_requests, NULL, NULL, NULL
-    );
+    v_created := pgrun._enqueue_insert_jobs(v_jobs);
 
     -- 3. Keyed elements that created nothing: an identical earlier request, or a conflict.
     IF v_keyed THEN
-        v_pending := pgrun._enqueue_check_retries(
-            v_ids, v_job_types, v_orgs, v_keys,
-            v_requests, v_created, p_single
-        );
+        v_pending := pgrun._enqueue_check_retries(v_jobs, v_created, p_single);
     END IF;
 
     IF v_pending IS NULL THEN
         RETURN QUERY
-        SELECT u.ord::integer, u.id, TRUE, 'queued'::text, u.run_at
-        FROM unnest(v_ids, v_run_ats) WITH ORDINALITY AS u (id, run_at, ord)
-        ORDER BY u.ord;
+        SELECT u.ordinality::integer, u.id, TRUE, 'queued'::text, u.run_at
+        FROM unnest(v_jobs) WITH ORDINALITY AS u
+        ORDER BY u.ordinality;
         RETURN;
     END IF;
     -- a retried element returns the job its key names, as _enqueue_check_retries read it
     RETURN QUERY
     SELECT
-        u.ord::integer,
+        u.ordinality::integer,
         coalesce(e.id, u.id),
         e.ordinality IS NULL,
         coalesce(e.status, 'queued'),
         coalesce(e.run_at, u.run_at)
-    FROM unnest(v_ids, v_run_ats) WITH ORDINALITY AS u (id, run_at, ord)
+    FROM unnest(v_jobs) WITH ORDINALITY AS u
     LEFT JOIN jsonb_to_recordset(v_pending) AS e (ordinality integer, id uuid, status text, run_at timestamptz)
-        ON e.ordinality = u.ord
-    ORDER BY u.ord;
+        ON e.ordinality = u.ordinality
+    ORDER BY u.ordinality;
 END;
 $$;
 

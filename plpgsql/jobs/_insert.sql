@@ -1,15 +1,14 @@
 -- THE insert every new job goes through, and the NOTIFY that announces new jobs.
 --
--- * _enqueue_insert_jobs(ids, job_types, payloads, queues, priorities, max_attempts,
---   timeouts, run_ats, organization_ids, idempotency_keys, requests, workflow_run_ids,
---   workflow_step_keys, schedule_ids): the one set-based INSERT into jobs, called by the
---   three doors that make jobs: enqueue (pgrun._enqueue), the workflow release
---   (pgrun._workflow_release_steps, workflows/_release.sql) and the schedule fire
---   (pgrun._schedule_fire, schedules/fire.sql). Parallel arrays, one element per job, in
---   the order the jobs are inserted (for same-key enqueue elements the first wins); the
---   three link arrays may be NULL (unnest pads them with NULLs). Each door decides the
---   job's id, payload, run_at, organization and links; queue, priority, max_attempts and
---   timeout are the door's request (NULL = not asked) and resolve here, and only here:
+-- * _enqueue_insert_jobs(jobs): the one set-based INSERT into jobs, called by the
+--   three doors that make jobs: enqueue (pgrun._enqueue, and enqueue_job), the workflow
+--   release (pgrun._workflow_release_steps, workflows/_release.sql) and the schedule fire
+--   (pgrun._schedule_fire, schedules/fire.sql). One pgrun._new_job per job (the row type
+--   of sql/0017_new_job_type.sql), in the order the jobs are inserted (for same-key
+--   enqueue elements the first wins). Each door decides the job's id, payload, run_at,
+--   organization, key, snapshot and links (NULL for a door that has none); queue,
+--   priority, max_attempts and timeout are the door's request (NULL = not asked) and
+--   resolve here, and only here:
 --   coalesce(request, job_definitions, pgrun._job_defaults()); the backoff comes from the
 --   definition, else the built-in default. One 'enqueued' job_events row per inserted job,
 --   its detail naming the link (NULL for a plain job, {workflow_run_id, workflow_step_key}
@@ -32,22 +31,7 @@
 -- No SET clause (a SET costs a GUC save and restore on every call): under _enqueue it
 -- inherits force_generic_plan, like the other helpers _enqueue alone calls; the release and
 -- the fire plan it as they planned their own insert before.
-CREATE OR REPLACE FUNCTION pgrun._enqueue_insert_jobs(
-    p_ids uuid[],
-    p_job_types text[],
-    p_payloads jsonb[],
-    p_queues text[],
-    p_priorities integer[],
-    p_max_attempts integer[],
-    p_timeouts integer[],
-    p_run_ats timestamptz[],
-    p_organization_ids uuid[],
-    p_idempotency_keys text[],
-    p_requests jsonb[],
-    p_workflow_run_ids uuid[],
-    p_workflow_step_keys text[],
-    p_schedule_ids uuid[]
-)
+CREATE OR REPLACE FUNCTION pgrun._enqueue_insert_jobs(p_jobs pgrun._new_job[])
 RETURNS uuid[]
 LANGUAGE plpgsql
 VOLATILE
@@ -79,32 +63,19 @@ BEGIN
             coalesce(d.backoff_jitter, b.backoff_jitter),
             r.organization_id,
             r.idempotency_key,
-            r.request,
+            r.enqueue_request,
             r.workflow_run_id,
             r.workflow_step_key,
             r.schedule_id,
             v_now,
             v_now
-        -- Set-returning functions in the select list run in lockstep (a NULL array yields NULLs):
-        -- fourteen unnest()s in FROM would each fill a tuplestore first, ~50 us of a single
-        -- enqueue; in the select list they cost ~15 us, and a quarter of the FROM form in bulk.
+        -- The set-returning functions in the select list, not in FROM: there unnest() fills a
+        -- tuplestore first (the old fourteen-array form measured ~50 us of a single enqueue in
+        -- FROM, ~15 us in the select list). The outer subquery is pulled up, so r.<field> is a
+        -- field of the element, read in place.
         FROM (
-            SELECT
-                generate_subscripts(p_ids, 1) AS ord,
-                unnest(p_ids) AS id,
-                unnest(p_job_types) AS job_type,
-                unnest(p_payloads) AS payload,
-                unnest(p_queues) AS queue,
-                unnest(p_priorities) AS priority,
-                unnest(p_max_attempts) AS max_attempts,
-                unnest(p_timeouts) AS timeout_seconds,
-                unnest(p_run_ats) AS run_at,
-                unnest(p_organization_ids) AS organization_id,
-                unnest(p_idempotency_keys) AS idempotency_key,
-                unnest(p_requests) AS request,
-                unnest(p_workflow_run_ids) AS workflow_run_id,
-                unnest(p_workflow_step_keys) AS workflow_step_key,
-                unnest(p_schedule_ids) AS schedule_id
+            SELECT e.ord, (e.job).*
+            FROM (SELECT generate_subscripts(p_jobs, 1) AS ord, unnest(p_jobs) AS job) AS e
         ) AS r
         CROSS JOIN pgrun._job_defaults() AS b
         LEFT JOIN pgrun.job_definitions AS d ON d.job_type = r.job_type
@@ -148,15 +119,9 @@ BEGIN
 END;
 $$;
 
-REVOKE EXECUTE ON FUNCTION pgrun._enqueue_insert_jobs(
-    uuid[], text[], jsonb[], text[], integer[], integer[], integer[], timestamptz[], uuid[], text[], jsonb[],
-    uuid[], text[], uuid[]
-) FROM public;
+REVOKE EXECUTE ON FUNCTION pgrun._enqueue_insert_jobs(pgrun._new_job[]) FROM public;
 
-COMMENT ON FUNCTION pgrun._enqueue_insert_jobs(
-    uuid[], text[], jsonb[], text[], integer[], integer[], integer[], timestamptz[], uuid[], text[], jsonb[],
-    uuid[], text[], uuid[]
-) IS
+COMMENT ON FUNCTION pgrun._enqueue_insert_jobs(pgrun._new_job[]) IS
 'Private: THE insert of new jobs (enqueue, workflow release, schedule fire): settings resolved as request, '
 'definition, built-in default; one enqueued event each; NOTIFY per queue; returns the ids inserted.';
 

@@ -94,6 +94,7 @@ DECLARE
     v_id uuid;
     v_payload jsonb;
     v_snapshot jsonb;
+    v_jobs pgrun._new_job[];
     v_created uuid[];
     v_found jsonb;
     v_result pgrun.enqueue_job_result;
@@ -140,27 +141,16 @@ BEGIN
             enqueue_job.run_at, v_delay_seconds
         );
     END IF;
-    -- an argument not given is one NULL instead of a one-NULL array (the insert reads both
-    -- alike; each array costs it a copy and an unnest)
-    v_created := pgrun._enqueue_insert_jobs(
-        ARRAY[v_id], ARRAY[enqueue_job.job_type], ARRAY[v_payload],
-        CASE WHEN enqueue_job.queue IS NOT NULL THEN ARRAY[enqueue_job.queue] END,
-        CASE WHEN enqueue_job.priority IS NOT NULL THEN ARRAY[enqueue_job.priority] END,
-        CASE WHEN enqueue_job.max_attempts IS NOT NULL THEN ARRAY[enqueue_job.max_attempts] END,
-        CASE WHEN enqueue_job.timeout_seconds IS NOT NULL THEN ARRAY[enqueue_job.timeout_seconds] END,
-        ARRAY[v_result.run_at],
-        CASE WHEN v_organization_id IS NOT NULL THEN ARRAY[v_organization_id] END,
-        CASE WHEN enqueue_job.idempotency_key IS NOT NULL THEN ARRAY[enqueue_job.idempotency_key] END,
-        CASE WHEN v_snapshot IS NOT NULL THEN ARRAY[v_snapshot] END,
-        NULL, NULL, NULL
-    );
+    v_jobs := ARRAY[ROW(
+        v_id, enqueue_job.job_type, v_payload, enqueue_job.queue, enqueue_job.priority,
+        enqueue_job.max_attempts, enqueue_job.timeout_seconds, v_result.run_at, v_organization_id,
+        enqueue_job.idempotency_key, v_snapshot, NULL, NULL, NULL
+    )::pgrun._new_job];
+    v_created := pgrun._enqueue_insert_jobs(v_jobs);
 
     -- A keyed call that created nothing: an identical earlier request, or a conflict.
     IF v_created IS NULL THEN
-        v_found := pgrun._enqueue_check_retries(
-            ARRAY[v_id], ARRAY[enqueue_job.job_type], ARRAY[v_organization_id],
-            ARRAY[enqueue_job.idempotency_key], ARRAY[v_snapshot], v_created, true
-        );
+        v_found := pgrun._enqueue_check_retries(v_jobs, v_created, true);
         v_result.job_id := (v_found -> 0 ->> 'id')::uuid;
         v_result.created := FALSE;
         v_result.status := v_found -> 0 ->> 'status';

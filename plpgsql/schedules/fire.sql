@@ -224,16 +224,8 @@ AS $$
 DECLARE
     v_now timestamptz := pgrun.now();
     v_scopes text[] := CASE WHEN p_s.scope_kind = 'none' THEN ARRAY['']::text[] ELSE p_s.scopes END;
+    v_jobs pgrun._new_job[];
     v_new_ids uuid[];
-    v_job_types text[];
-    v_payloads jsonb[];
-    v_queues text[];
-    v_priorities integer[];
-    v_max_attempts integer[];
-    v_timeouts integer[];
-    v_run_ats timestamptz[];
-    v_orgs uuid[];
-    v_schedule_ids uuid[];
 BEGIN
     IF cardinality(p_times) * cardinality(v_scopes) > 10000 THEN
         PERFORM pgrun._raise(
@@ -261,30 +253,28 @@ BEGIN
         ON CONFLICT ON CONSTRAINT schedule_ticks_pkey DO NOTHING
         RETURNING t.scope, t.plan_time, t.job_id
     )
-    SELECT
-        array_agg(k.job_id),
-        array_agg(p_s.job_type),
-        array_agg(CASE WHEN p_s.scope_kind = 'none' THEN p_s.payload
-            ELSE p_s.payload || jsonb_build_object('scope', k.scope) END),
-        array_agg(p_s.queue),
-        array_agg(p_s.priority),
-        array_agg(p_s.max_attempts),
-        array_agg(p_s.timeout_seconds),
-        array_agg(k.plan_time),
-        array_agg(CASE WHEN p_s.scope_kind = 'organization' THEN k.scope::uuid ELSE p_s.organization_id END),
-        array_agg(p_s.id)
-    INTO v_new_ids, v_job_types, v_payloads, v_queues, v_priorities, v_max_attempts, v_timeouts, v_run_ats,
-        v_orgs, v_schedule_ids
+    SELECT array_agg(ROW(
+        k.job_id,
+        p_s.job_type,
+        CASE WHEN p_s.scope_kind = 'none' THEN p_s.payload
+            ELSE p_s.payload || jsonb_build_object('scope', k.scope) END,
+        p_s.queue,
+        p_s.priority,
+        p_s.max_attempts,
+        p_s.timeout_seconds,
+        k.plan_time,
+        CASE WHEN p_s.scope_kind = 'organization' THEN k.scope::uuid ELSE p_s.organization_id END,
+        NULL, NULL, NULL, NULL,
+        p_s.id
+    )::pgrun._new_job)
+    INTO v_jobs
     -- the jobs go in in id order
     FROM (SELECT z.* FROM ticks AS z ORDER BY z.job_id) AS k;
 
     -- Only the ticks this call inserted make jobs, through the one insert every new job goes
-    -- through; no idempotency key, so each of them is inserted.
-    IF v_new_ids IS NOT NULL THEN
-        PERFORM pgrun._enqueue_insert_jobs(
-            v_new_ids, v_job_types, v_payloads, v_queues, v_priorities, v_max_attempts, v_timeouts, v_run_ats,
-            v_orgs, NULL, NULL, NULL, NULL, v_schedule_ids
-        );
+    -- through; no idempotency key, so each of them is inserted (and its id returned).
+    IF v_jobs IS NOT NULL THEN
+        v_new_ids := pgrun._enqueue_insert_jobs(v_jobs);
     END IF;
 
     RETURN QUERY

@@ -60,14 +60,7 @@ DECLARE
     v_job_runs uuid[];
     v_job_keys text[];
     v_ids uuid[];
-    v_job_types text[];
-    v_payloads jsonb[];
-    v_queues text[];
-    v_priorities integer[];
-    v_max_attempts integer[];
-    v_timeouts integer[];
-    v_run_ats timestamptz[];
-    v_orgs uuid[];
+    v_jobs pgrun._new_job[];
     v_failed_runs uuid[];
     v_failed_keys text[];
 BEGIN
@@ -170,30 +163,27 @@ BEGIN
     SELECT
         (SELECT array_agg(t.run_id ORDER BY t.run_id, t.step_key) FROM refused AS t),
         (SELECT array_agg(t.step_key ORDER BY t.run_id, t.step_key) FROM refused AS t),
-        array_agg(q.id), array_agg(q.run_id), array_agg(q.step_key), array_agg(q.job_type),
-        array_agg(q.payload), array_agg(q.queue), array_agg(q.priority), array_agg(q.max_attempts),
-        array_agg(q.timeout_seconds), array_agg(q.run_at), array_agg(q.organization_id)
-    INTO v_failed_runs, v_failed_keys, v_ids, v_job_runs, v_job_keys, v_job_types, v_payloads, v_queues,
-        v_priorities, v_max_attempts, v_timeouts, v_run_ats, v_orgs
+        -- no idempotency key: every job is inserted
+        array_agg(ROW(
+            q.id, q.job_type, q.payload, q.queue, q.priority, q.max_attempts, q.timeout_seconds,
+            q.run_at, q.organization_id, NULL, NULL, q.run_id, q.step_key, NULL
+        )::pgrun._new_job)
+    INTO v_failed_runs, v_failed_keys, v_jobs
     FROM (
         -- the ids ascend in this order (pgrun._uuidv7_series over the sorted candidates)
         SELECT z.* FROM sized AS z WHERE z.refusal IS NULL ORDER BY z.id
     ) AS q;
 
-    IF v_ids IS NOT NULL THEN
-        -- jobs without an idempotency key: every row is inserted
-        PERFORM pgrun._enqueue_insert_jobs(
-            v_ids, v_job_types, v_payloads, v_queues, v_priorities, v_max_attempts, v_timeouts, v_run_ats,
-            v_orgs, NULL, NULL, v_job_runs, v_job_keys, NULL
-        );
+    IF v_jobs IS NOT NULL THEN
+        PERFORM pgrun._enqueue_insert_jobs(v_jobs);
 
         UPDATE pgrun.workflow_steps AS s
         SET status = 'released',
             job_id = u.id,
             released_at = v_now,
             updated_at = v_now
-        FROM unnest(v_ids, v_job_runs, v_job_keys) AS u (id, run_id, step_key)
-        WHERE s.run_id = u.run_id AND s.step_key = u.step_key;
+        FROM unnest(v_jobs) AS u
+        WHERE s.run_id = u.workflow_run_id AND s.step_key = u.workflow_step_key;
     END IF;
 
     -- Steps that failed here are terminal: resolve their edges (dependents released or
