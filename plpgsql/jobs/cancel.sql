@@ -18,6 +18,109 @@
 --
 -- Errors: job.not_found (RQ002), job.not_cancellable (RQ001), job.invalid_argument (RQ003,
 -- NULL job_id).
+--
+-- Private helpers, shared with cancel_workflow_run (workflows/cancel.sql) and requeue_job:
+-- * _job_lock(job_id, organization_id): the job row, locked FOR UPDATE, when the caller may
+--   see it; else job.not_found (RQ002), the same for a job of another organization as for
+--   no job at all.
+-- * _job_cancel(job_ids, reason, detail): THE cancel of jobs the caller has locked: each
+--   queued one becomes cancelled (event 'cancelled'), each running one without a pending
+--   request gets one (cancel_requested_at, event 'cancel_requested'); others are left
+--   alone. reason goes in cancel_reason, detail in the events (naming the login role).
+--   Returns how many were cancelled and how many got a request. Raises nothing.
+
+-- The job row for a call that changes one job: locked, and only when the caller may see it.
+CREATE OR REPLACE FUNCTION pgrun._job_lock(p_job_id uuid, p_organization_id uuid)
+RETURNS pgrun.jobs
+LANGUAGE plpgsql
+VOLATILE
+AS $$
+DECLARE
+    v_scope record;
+    v_job pgrun.jobs;
+BEGIN
+    SELECT c.all_organizations, c.organization_ids, c.untenanted INTO v_scope
+    FROM pgrun._caller_scope(p_organization_id) AS c;
+
+    SELECT j.* INTO v_job
+    FROM pgrun.jobs AS j
+    WHERE j.id = p_job_id
+      AND pgrun._in_scope(j.organization_id, v_scope.all_organizations, v_scope.organization_ids, v_scope.untenanted)
+    FOR UPDATE OF j;
+
+    IF NOT FOUND THEN
+        PERFORM pgrun._job_raise_not_found(p_job_id, p_organization_id);
+    END IF;
+    RETURN v_job;
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._job_lock(uuid, uuid) FROM public;
+
+COMMENT ON FUNCTION pgrun._job_lock(uuid, uuid) IS
+'Private: the job row, locked FOR UPDATE, when the caller may see it; raises job.not_found (RQ002) otherwise.';
+
+-- Cancel jobs the caller holds locked (cancel_job, cancel_workflow_run): queued -> cancelled,
+-- running -> cancel requested (once); one event each, with p_detail and the login role.
+CREATE OR REPLACE FUNCTION pgrun._job_cancel(
+    p_job_ids uuid[],
+    p_reason text,
+    p_detail jsonb,
+    OUT cancelled integer,
+    OUT requested integer
+)
+LANGUAGE plpgsql
+VOLATILE
+AS $$
+DECLARE
+    v_now timestamptz := pgrun.now();
+BEGIN
+    WITH done AS (
+        UPDATE pgrun.jobs AS j
+        SET status = 'cancelled',
+            cancel_requested_at = v_now,
+            cancel_reason = p_reason,
+            finished_at = v_now,
+            updated_at = v_now
+        WHERE j.id = ANY (p_job_ids) AND j.status = 'queued'
+        RETURNING j.id, j.total_attempts
+    ),
+
+    events AS (
+        INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, detail, created_at, actor)
+        SELECT d.id, 'cancelled', 'queued', 'cancelled', d.total_attempts, p_detail, v_now, session_user
+        FROM done AS d
+    )
+
+    SELECT count(*)::integer INTO cancelled FROM done;
+
+    WITH asked AS (
+        UPDATE pgrun.jobs AS j
+        SET cancel_requested_at = v_now,
+            cancel_reason = p_reason,
+            updated_at = v_now
+        WHERE j.id = ANY (p_job_ids) AND j.status = 'running' AND j.cancel_requested_at IS NULL
+        RETURNING j.id, j.total_attempts, j.worker_id
+    ),
+
+    events AS (
+        INSERT INTO pgrun.job_events (
+            job_id, event, from_status, to_status, attempt, worker_id, detail, created_at, actor
+        )
+        SELECT a.id, 'cancel_requested', 'running', 'running', a.total_attempts, a.worker_id, p_detail, v_now,
+            session_user
+        FROM asked AS a
+    )
+
+    SELECT count(*)::integer INTO requested FROM asked;
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._job_cancel(uuid[], text, jsonb) FROM public;
+
+COMMENT ON FUNCTION pgrun._job_cancel(uuid[], text, jsonb) IS
+'Private: cancel locked jobs (queued -> cancelled, running -> cancel requested once), one event each; '
+'returns how many of each.';
 
 CREATE OR REPLACE FUNCTION pgrun.cancel_job(
     job_id uuid,
@@ -31,28 +134,14 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_now timestamptz := pgrun.now();
     v_reason text := pgrun._clip(cancel_job.reason, 1024);
-    v_job record;
-    v_scope record;
+    v_job pgrun.jobs;
 BEGIN
     IF cancel_job.job_id IS NULL THEN
         PERFORM pgrun._raise('job.invalid_argument', 'job_id must not be NULL', 'Pass the id of the job to cancel.');
     END IF;
 
-    SELECT c.all_organizations, c.organization_ids, c.untenanted INTO v_scope
-    FROM pgrun._caller_scope(cancel_job.organization_id) AS c;
-
-    SELECT j.id, j.status, j.cancel_requested_at, j.total_attempts, j.workflow_run_id
-    INTO v_job
-    FROM pgrun.jobs AS j
-    WHERE j.id = cancel_job.job_id
-      AND pgrun._in_scope(j.organization_id, v_scope.all_organizations, v_scope.organization_ids, v_scope.untenanted)
-    FOR UPDATE OF j;
-
-    IF NOT FOUND THEN
-        PERFORM pgrun._job_raise_not_found(cancel_job.job_id, cancel_job.organization_id);
-    END IF;
+    v_job := pgrun._job_lock(cancel_job.job_id, cancel_job.organization_id);
 
     IF v_job.status NOT IN ('queued', 'running') THEN
         PERFORM pgrun._raise(
@@ -62,46 +151,15 @@ BEGIN
         );
     END IF;
 
-    IF v_job.status = 'queued' THEN
-        WITH cancelled AS (
-            UPDATE pgrun.jobs AS j
-            SET status = 'cancelled',
-                cancel_requested_at = v_now,
-                cancel_reason = v_reason,
-                finished_at = v_now,
-                updated_at = v_now
-            WHERE j.id = v_job.id
-            RETURNING j.id
-        )
-        INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, detail, created_at, actor)
-        SELECT c.id, 'cancelled', 'queued', 'cancelled', v_job.total_attempts,
-            jsonb_build_object('reason', v_reason), v_now, session_user
-        FROM cancelled AS c;
-        -- A workflow step's job: settle the step and release dependents.
-        IF v_job.workflow_run_id IS NOT NULL THEN
-            PERFORM pgrun._workflow_finish_steps(ARRAY[v_job.id]);
-        END IF;
-        RETURN 'cancelled';
+    PERFORM pgrun._job_cancel(ARRAY[v_job.id], v_reason, jsonb_build_object('reason', v_reason));
+    IF v_job.status = 'running' THEN
+        RETURN 'cancel_requested';
     END IF;
-
-    -- running
-    IF v_job.cancel_requested_at IS NULL THEN
-        WITH requested AS (
-            UPDATE pgrun.jobs AS j
-            SET cancel_requested_at = v_now,
-                cancel_reason = v_reason,
-                updated_at = v_now
-            WHERE j.id = v_job.id
-            RETURNING j.id, j.worker_id
-        )
-        INSERT INTO pgrun.job_events (
-            job_id, event, from_status, to_status, attempt, worker_id, detail, created_at, actor
-        )
-        SELECT r.id, 'cancel_requested', 'running', 'running', v_job.total_attempts, r.worker_id,
-            jsonb_build_object('reason', v_reason), v_now, session_user
-        FROM requested AS r;
+    -- A workflow step's job: settle the step and release dependents.
+    IF v_job.workflow_run_id IS NOT NULL THEN
+        PERFORM pgrun._workflow_finish_steps(ARRAY[v_job.id]);
     END IF;
-    RETURN 'cancel_requested';
+    RETURN 'cancelled';
 END;
 $$;
 

@@ -44,8 +44,7 @@ AS $$
 DECLARE
     v_now timestamptz := pgrun.now();
     v_run_at timestamptz := coalesce(requeue_job.run_at, pgrun.now());
-    v_job record;
-    v_scope record;
+    v_job pgrun.jobs;
 BEGIN
     IF requeue_job.job_id IS NULL THEN
         PERFORM pgrun._raise(
@@ -56,19 +55,7 @@ BEGIN
     END IF;
     PERFORM pgrun._check_time('job.invalid_schedule', 'run_at', requeue_job.run_at);
 
-    SELECT c.all_organizations, c.organization_ids, c.untenanted INTO v_scope
-    FROM pgrun._caller_scope(requeue_job.organization_id) AS c;
-
-    SELECT j.id, j.status, j.total_attempts, j.workflow_run_id, j.workflow_step_key
-    INTO v_job
-    FROM pgrun.jobs AS j
-    WHERE j.id = requeue_job.job_id
-      AND pgrun._in_scope(j.organization_id, v_scope.all_organizations, v_scope.organization_ids, v_scope.untenanted)
-    FOR UPDATE OF j;
-
-    IF NOT FOUND THEN
-        PERFORM pgrun._job_raise_not_found(requeue_job.job_id, requeue_job.organization_id);
-    END IF;
+    v_job := pgrun._job_lock(requeue_job.job_id, requeue_job.organization_id);
     IF v_job.workflow_run_id IS NOT NULL THEN
         PERFORM pgrun._raise(
             'job.in_workflow_run',

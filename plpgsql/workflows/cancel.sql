@@ -2,9 +2,9 @@
 --
 -- Every step that is not terminal (blocked, released, waiting_for_external) becomes
 -- cancelled. The run's queued jobs become cancelled (event 'cancelled'); its running jobs
--- get a cancel request (cancel_requested_at, event 'cancel_requested'), exactly as
--- cancel_job does, so heartbeat_jobs tells their workers and the worker's next write
--- ends them. The run becomes cancelled with the reason (at most 1024 characters kept).
+-- get a cancel request (cancel_requested_at, event 'cancel_requested'): cancel_job's own
+-- pgrun._job_cancel (jobs/cancel.sql), so heartbeat_jobs tells their workers and the
+-- worker's next write ends them. The run becomes cancelled with the reason (at most 1024 characters kept).
 -- A job that finishes after the cancel records its own outcome on its job row, but its
 -- step stays cancelled and nothing is released (pgrun._workflow_finish_steps ignores
 -- runs that are not running).
@@ -144,49 +144,10 @@ BEGIN
 
     SELECT count(*)::integer INTO v_steps FROM cancelled;
 
-    WITH cancelled AS (
-        UPDATE pgrun.jobs AS j
-        SET status = 'cancelled',
-            cancel_requested_at = v_now,
-            cancel_reason = v_reason,
-            finished_at = v_now,
-            updated_at = v_now
-        WHERE j.id = ANY (v_locked) AND j.status = 'queued'
-        RETURNING j.id, j.total_attempts
-    ),
-
-    events AS (
-        INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, detail, created_at, actor)
-        SELECT
-            c.id, 'cancelled', 'queued', 'cancelled', c.total_attempts,
-            jsonb_build_object('reason', v_reason, 'workflow_run_id', cancel_workflow_run.run_id), v_now,
-            session_user
-        FROM cancelled AS c
-    )
-
-    SELECT count(*)::integer INTO v_cancelled FROM cancelled;
-
-    WITH requested AS (
-        UPDATE pgrun.jobs AS j
-        SET cancel_requested_at = v_now,
-            cancel_reason = v_reason,
-            updated_at = v_now
-        WHERE j.id = ANY (v_locked) AND j.status = 'running' AND j.cancel_requested_at IS NULL
-        RETURNING j.id, j.total_attempts, j.worker_id
-    ),
-
-    events AS (
-        INSERT INTO pgrun.job_events (
-            job_id, event, from_status, to_status, attempt, worker_id, detail, created_at, actor
-        )
-        SELECT
-            r.id, 'cancel_requested', 'running', 'running', r.total_attempts, r.worker_id,
-            jsonb_build_object('reason', v_reason, 'workflow_run_id', cancel_workflow_run.run_id), v_now,
-            session_user
-        FROM requested AS r
-    )
-
-    SELECT count(*)::integer INTO v_requested FROM requested;
+    SELECT c.cancelled, c.requested INTO v_cancelled, v_requested
+    FROM pgrun._job_cancel(
+        v_locked, v_reason, jsonb_build_object('reason', v_reason, 'workflow_run_id', cancel_workflow_run.run_id)
+    ) AS c;
 
     UPDATE pgrun.workflow_runs AS r
     SET status = 'cancelled',
