@@ -30,8 +30,10 @@
 -- payload an object of at most 1 MiB nested at most 100 levels, pgrun._json_depth_ok);
 -- catch_up, backfill_limit, misfire_grace_seconds; the scopes.
 --
--- Locks: the schedule's row (INSERT ... ON CONFLICT DO UPDATE on job_schedules_name_idx;
--- concurrent upserts of one name serialize there; the last writer wins).
+-- Locks: the schedule's row: looked up FOR UPDATE, or inserted (ON CONFLICT DO NOTHING on
+-- job_schedules_name_idx: a racing first upsert of the name waits there, then locks the row
+-- the other one made). Concurrent upserts of one name serialize on the row; the last writer
+-- wins (tests_py/test_schedule_upsert_race.py).
 --
 -- Errors (RQ003): schedule.invalid_name, schedule.invalid_cron, schedule.invalid_timezone,
 -- schedule.invalid_catch_up, schedule.invalid_backfill_limit, schedule.invalid_misfire_grace,
@@ -169,14 +171,17 @@ BEGIN
         );
     END IF;
 
-    SELECT s.* INTO v_old
-    FROM pgrun.job_schedules AS s
-    WHERE coalesce(s.organization_id, '00000000-0000-0000-0000-000000000000'::uuid)
-        = coalesce(v_org, '00000000-0000-0000-0000-000000000000'::uuid)
-        AND s.name = upsert_schedule.name
-    FOR UPDATE;
-
-    IF v_old.id IS NULL THEN
+    -- The row of (organization, name), locked. A first upsert inserts it; when a concurrent
+    -- first upsert of the same name inserted it meanwhile, the insert does nothing and the
+    -- next round locks the row that one made.
+    LOOP
+        SELECT s.* INTO v_old
+        FROM pgrun.job_schedules AS s
+        WHERE coalesce(s.organization_id, '00000000-0000-0000-0000-000000000000'::uuid)
+            = coalesce(v_org, '00000000-0000-0000-0000-000000000000'::uuid)
+            AND s.name = upsert_schedule.name
+        FOR UPDATE;
+        EXIT WHEN FOUND;
         INSERT INTO pgrun.job_schedules AS s (
             name, organization_id, cron, timezone, job_type, payload, queue, priority, max_attempts,
             timeout_seconds, catch_up, backfill_limit, misfire_grace_seconds, scope_kind, scopes,
@@ -189,8 +194,8 @@ BEGIN
             upsert_schedule.backfill_limit, upsert_schedule.misfire_grace_seconds, v_scope_kind, v_scopes,
             v_forbid, v_enabled, v_now, v_now, v_now, v_now
         )
-        -- a concurrent first upsert of the same name: take the row it made
-        -- (the only unique key a new uuidv7 id can collide on is job_schedules_name_idx)
+        -- the only unique key a new uuidv7 id can collide on is job_schedules_name_idx, the
+        -- key the lookup above reads
         ON CONFLICT DO NOTHING
         RETURNING s.* INTO v_new;
         IF v_new.id IS NOT NULL THEN
@@ -198,13 +203,7 @@ BEGIN
             RETURN QUERY SELECT v_new.id, true, true, v_new.next_run_at;
             RETURN;
         END IF;
-        SELECT s.* INTO v_old
-        FROM pgrun.job_schedules AS s
-        WHERE coalesce(s.organization_id, '00000000-0000-0000-0000-000000000000'::uuid)
-            = coalesce(v_org, '00000000-0000-0000-0000-000000000000'::uuid)
-            AND s.name = upsert_schedule.name
-        FOR UPDATE;
-    END IF;
+    END LOOP;
 
     IF (v_old.cron, v_old.timezone, v_old.job_type, v_old.payload, v_old.queue, v_old.priority,
         v_old.max_attempts, v_old.timeout_seconds, v_old.catch_up, v_old.backfill_limit,
