@@ -21,7 +21,7 @@ from uuid import UUID
 from psycopg.rows import dict_row
 
 from pgrun.client import AsyncClient, Id, _pgrun_errors
-from pgrun.results import JobSummary, JsonObject, ScheduleSummary, WorkflowRunSummary
+from pgrun.results import JsonObject, ScheduleSummary, WorkflowRunSummary
 
 #: The actions of the UI and the SQL function each one calls.
 ACTION_FUNCTIONS: dict[str, str] = {
@@ -70,6 +70,8 @@ class Identity:
 class Store:
     def __init__(self, client: AsyncClient) -> None:
         self.client = client
+        #: The jobs page reads through the client's own method, with its signature.
+        self.list_jobs = client.list_jobs
 
     async def _rows(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         with _pgrun_errors():
@@ -90,27 +92,6 @@ class Store:
         rows = await self._rows(OVERVIEW, {"organization_id": organization_id})
         result: JsonObject = rows[0]["overview"]
         return result
-
-    async def list_jobs(
-        self,
-        *,
-        status: str | None,
-        job_type: str | None,
-        queue: str | None,
-        organization_id: Id | None,
-        workflow_run_id: Id | None,
-        after_id: Id | None,
-        max_rows: int,
-    ) -> list[JobSummary]:
-        return await self.client.list_jobs(
-            status=status,
-            job_type=job_type,
-            queue=queue,
-            organization_id=organization_id,
-            workflow_run_id=workflow_run_id,
-            after_id=after_id,
-            max_rows=max_rows,
-        )
 
     async def get_job(self, job_id: Id) -> JsonObject:
         return await self.client.get_job(job_id)
