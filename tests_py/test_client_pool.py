@@ -48,6 +48,27 @@ def test_calls_in_a_row_are_not_checked_one_by_one(db: str, monkeypatch: pytest.
     assert counts["async"] == 1
 
 
+def test_a_call_hands_its_connection_back_before_it_returns(db: str) -> None:
+    """No hand-off to a pool worker between calls (a ``reset`` callback would make one: the
+    connection would be back only once a pool thread ran, and the next call would wait for it)."""
+    with Client.connect(db, min_size=1, max_size=1) as client:
+        available = []
+        for n in range(200):
+            client.enqueue_job("pool.t", {"n": n})
+            available.append(client.pool.get_stats().get("pool_available", 0))
+    assert available == [1] * 200
+
+    async def main() -> list[int]:
+        async with await AsyncClient.connect(db, min_size=1, max_size=1) as client:
+            seen = []
+            for n in range(200):
+                await client.enqueue_job("pool.t", {"n": n})
+                seen.append(client.pool.get_stats().get("pool_available", 0))
+            return seen
+
+    assert asyncio.run(main()) == [1] * 200
+
+
 def _terminate_the_pools_connection(client: Client, db: str) -> None:
     with client.pool.connection() as conn:
         row = conn.execute("SELECT pg_backend_pid()").fetchone()
