@@ -34,8 +34,12 @@ Then:
            pgrun.runner.run_loops, in-process) at --concurrency 10 on --jobs 20,000 no-op jobs
            enqueued in bulk (then ANALYZE, which throughput() runs) from a fresh CHECKPOINT;
            which database goes first alternates from round to round;
-     with the ratio history/empty of each round (latency: empty/history, so above 1 is better
-     for history in both) and the medians;
+     before (a) and before (b), the bench waits until autovacuum has done what it would do
+     (settle(): each jobs table below the dead-row count that starts its autovacuum, no VACUUM
+     of it running), so that both are measured as autovacuum keeps them and not at whatever
+     point of its schedule (one visit per database per autovacuum_naptime, 1 min) a measure
+     falls; the waits are in the JSON. Each round gives the ratio history/empty (latency:
+     empty/history, so above 1 is better for history in both); then the medians;
   4. retention, once (unless --purge 0): purge_finished_jobs(older_than => '1 day',
      max_jobs => --purge-batch) called until --purge jobs (default 1,000,000, the oldest) are
      gone, on one connection, while the main thread keeps taking claim latency samples on the
@@ -51,7 +55,7 @@ Usage: python bench/history_bench.py [--quick] [--finished N] [--rounds 3] [--js
          purge 100,000. --keep leaves both databases in place (named pgrun_hist_empty and
          pgrun_hist_<N>); --reuse starts from them when they exist (no load, no stale case).
 Without DATABASE_URL it starts an embedded server (durable settings). Loading 10M jobs takes the
-larger part of the run (about 40 minutes in all on a 2-core machine) and some 12 GB of disk.
+larger part of the run (3 of about 10 minutes on a 2-core machine) and some 10 GB of disk.
 """
 
 from __future__ import annotations
@@ -193,6 +197,60 @@ def latency_round(dsns: dict[str, str], ready: int, samples: int, analyze: tuple
     return result
 
 
+# Dead row versions of pgrun.jobs against the number that starts its autovacuum (the table's
+# storage parameters, else the server's settings), and whether a VACUUM of it is running.
+AUTOVACUUM_DUE = """
+SELECT
+    s.n_dead_tup,
+    coalesce(o.threshold, current_setting('autovacuum_vacuum_threshold')::float8)
+    + coalesce(o.scale, current_setting('autovacuum_vacuum_scale_factor')::float8) * greatest(c.reltuples, 0),
+    EXISTS (
+        SELECT 1 FROM pg_stat_progress_vacuum AS p WHERE p.datname = current_database() AND p.relid = c.oid
+    )
+FROM pg_class AS c
+JOIN pg_stat_user_tables AS s ON s.relid = c.oid
+CROSS JOIN LATERAL (
+    SELECT
+        max(split_part(r, '=', 2)::float8) FILTER (WHERE r LIKE 'autovacuum_vacuum_threshold=%%'),
+        max(split_part(r, '=', 2)::float8) FILTER (WHERE r LIKE 'autovacuum_vacuum_scale_factor=%%')
+    FROM unnest(coalesce(c.reloptions, '{}')) AS r
+) AS o (threshold, scale)
+WHERE c.oid = 'pgrun.jobs'::regclass
+"""
+
+
+def settle(dsns: dict[str, str], timeout_s: float = 300.0) -> float:
+    """Wait until autovacuum has done what it would do to each database's jobs table: fewer dead
+    row versions than start its autovacuum, and no VACUUM of it running. Returns the seconds
+    waited.
+
+    A measure then sees the table the way autovacuum keeps it in a steady state, whatever moment
+    of autovacuum's schedule (one visit per database every autovacuum_naptime) it falls on; a
+    table whose autovacuum waits for far more dead rows (the default 20 % of a large table) is
+    measured with the dead rows it keeps."""
+    start = time.perf_counter()
+    time.sleep(2.0)  # the statistics of the last writes reach pg_stat_user_tables within a second
+    conns = {name: connect(dsn) for name, dsn in dsns.items()}
+    try:
+        while True:
+            pending = []
+            for name, conn in conns.items():
+                row = conn.execute(AUTOVACUUM_DUE).fetchone()
+                assert row is not None
+                dead, due, running = row
+                if running or dead > due:  # autovacuum starts above the count, not at it
+                    pending.append(f"{name} ({dead:,} dead, autovacuum at {due:,.0f})")
+            if not pending:
+                return time.perf_counter() - start
+            if time.perf_counter() - start > timeout_s:
+                print(f"  still waiting for autovacuum after {timeout_s:.0f} s: {', '.join(pending)}")
+                return time.perf_counter() - start
+            time.sleep(1.0)
+    finally:
+        for conn in conns.values():
+            conn.close()
+
+
 def worker_throughput(dsn: str, jobs: int, concurrency: int) -> dict[str, Any]:
     checkpoint(dsn)
     args = argparse.Namespace(dsn=dsn, jobs=jobs, concurrency=concurrency, timeout_s=600.0)
@@ -224,6 +282,7 @@ def sizes(dsn: str) -> dict[str, Any]:
 
 def purge_with_claims(dsn: str, total: int, batch: int, ready: int, samples: int) -> dict[str, Any]:
     """Purge `total` of the oldest finished jobs in batches while claim latency is sampled."""
+    settle({"history": dsn})
     load_ready(dsn, ready)
     with connect(dsn) as conn:
         conn.execute("ANALYZE pgrun.jobs")
@@ -349,17 +408,23 @@ def main() -> int:
                 print(f"  {rel}: {info}", flush=True)
             rounds = []
             for r in range(args.rounds):
+                waits = [settle(dsns)]
                 lat = latency_round(dsns, ready, samples, analyze=tuple(dsns))
                 print_latency(f"round {r + 1}", lat)
                 rate = {}
+                waits.append(settle(dsns))
                 for name in ("empty", "history") if r % 2 == 0 else ("history", "empty"):
                     rate[name] = worker_throughput(dsns[name], jobs, args.concurrency)["jobs_per_s"]
                     print(
                         f"round {r + 1} worker c={args.concurrency} {name}: {rate[name]:,.0f} jobs/s",
                         flush=True,
                     )
+                print(
+                    f"round {r + 1}: waited {waits[0]:.0f} s and {waits[1]:.0f} s for autovacuum", flush=True
+                )
                 rounds.append(
                     {
+                        "autovacuum_waits_s": waits,
                         "claim": lat,
                         "worker_jobs_per_s": rate,
                         "ratio_claim_p50": lat["empty"]["p50_ms"] / lat["history"]["p50_ms"],
