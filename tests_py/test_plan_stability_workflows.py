@@ -177,21 +177,5 @@ def test_workflow_transitions_look_steps_and_edges_up_by_key(loaded: dict[str, A
         assert seen, f"{name} made no scan of a workflow table that auto_explain saw"
         if name != "cancel_workflow_run":
             assert seen == set(TABLES), (name, seen)
-    # Known (docs/lease-machine.md, "Plan stability"): with the statistics of empty tables,
-    # pgrun._workflow_release_steps' candidate lookup hash-joins a Seq Scan of every step when
-    # an append releases a few dozen steps at once. Any other bad scan fails; once this one is
-    # fixed the test passes in both cases: then drop the exception.
     found = [f"{name}: {b}" for name, bad in failures.items() for b in bad]
-    known = stats == "statistics of empty tables"
-    hard = [
-        f
-        for f in found
-        if not (
-            known
-            and f.startswith("append_workflow_steps: Seq Scan on workflow_steps")
-            and " in: WITH candidates AS" in f
-        )
-    ]
-    assert not hard, "\n".join(hard)
-    if found:
-        pytest.xfail("\n".join(found))
+    assert not found, "\n".join(found)

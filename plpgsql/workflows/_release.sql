@@ -53,6 +53,15 @@ CREATE OR REPLACE FUNCTION pgrun._workflow_release_steps(p_run_ids uuid[], p_ste
 RETURNS uuid[]
 LANGUAGE plpgsql
 VOLATILE
+-- Plan stability, whoever calls it (complete_jobs pins the same settings already;
+-- append_workflow_steps, enqueue_workflow and complete_external_step do not): every statement
+-- here reaches steps, edges and definitions by key, and with the statistics of small tables
+-- the candidate lookup of a few dozen steps hash-joined a Seq Scan of every step instead
+-- (tests_py/test_plan_stability_workflows.py, append with stale statistics).
+SET enable_seqscan = off
+SET enable_bitmapscan = off
+SET enable_hashjoin = off
+SET enable_mergejoin = off
 AS $$
 DECLARE
     c_max_payload_bytes CONSTANT integer := 1048576;  -- enqueue's limit (jobs/_enqueue.sql)
@@ -207,6 +216,11 @@ CREATE OR REPLACE FUNCTION pgrun._workflow_resolve(p_run_ids uuid[], p_step_keys
 RETURNS uuid[]
 LANGUAGE plpgsql
 VOLATILE
+-- The same settings as _workflow_release_steps, for the same reason: edges by their key.
+SET enable_seqscan = off
+SET enable_bitmapscan = off
+SET enable_hashjoin = off
+SET enable_mergejoin = off
 AS $$
 DECLARE
     v_now timestamptz := pgrun.now();
