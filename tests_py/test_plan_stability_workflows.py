@@ -178,4 +178,4 @@ def test_workflow_transitions_look_steps_and_edges_up_by_key(loaded: dict[str, A
         if name != "cancel_workflow_run":
             assert seen == set(TABLES), (name, seen)
     found = [f"{name}: {b}" for name, bad in failures.items() for b in bad]
-    assert not found, "\n".join(found)
+    assert not found, f"with {stats}:\n" + "\n".join(found)
