@@ -100,8 +100,45 @@ class _JobIO(Protocol):
     async def log(self, job: ClaimedJob, message: str, level: str, fields: JsonObject | None) -> None: ...
 
 
+_CANCEL_EVENT_LOCK = threading.Lock()
+
+
+class CancelEvent:
+    """``ctx.cancelled``: ``threading.Event``'s ``is_set`` / ``set`` / ``wait``, safe from any
+    thread, without the Event's lock and condition until a thread first waits on it (a worker
+    running thousands of jobs a second made one per job: a tenth of its time)."""
+
+    __slots__ = ("_event", "_flag")
+
+    def __init__(self) -> None:
+        self._flag = False
+        self._event: threading.Event | None = None
+
+    def is_set(self) -> bool:
+        return self._flag
+
+    def set(self) -> None:
+        self._flag = True
+        with _CANCEL_EVENT_LOCK:  # a wait() making its Event now sees the flag, or we see it
+            event = self._event
+        if event is not None:
+            event.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until set (or ``timeout`` seconds); returns whether it is set."""
+        if self._flag:
+            return True
+        with _CANCEL_EVENT_LOCK:
+            if self._event is None:
+                self._event = threading.Event()
+                if self._flag:
+                    self._event.set()
+            event = self._event
+        return event.wait(timeout)
+
+
 class _ContextBase:
-    def __init__(self, job: ClaimedJob, io: _JobIO, cancelled: threading.Event) -> None:
+    def __init__(self, job: ClaimedJob, io: _JobIO, cancelled: CancelEvent) -> None:
         self.job = job
         self._io = io
         #: Set when the job should stop: cancel_job was called, the lease was lost, the
@@ -172,7 +209,7 @@ class SyncJobContext(_ContextBase):
     """The context a plain ``def`` handler gets: the same calls, blocking."""
 
     def __init__(
-        self, job: ClaimedJob, io: _JobIO, cancelled: threading.Event, loop: asyncio.AbstractEventLoop
+        self, job: ClaimedJob, io: _JobIO, cancelled: CancelEvent, loop: asyncio.AbstractEventLoop
     ) -> None:
         super().__init__(job, io, cancelled)
         self._loop = loop

@@ -101,6 +101,7 @@ from pgrun import queries as q
 from pgrun.app import (
     App,
     AsyncHandler,
+    CancelEvent,
     Continue,
     Fail,
     JobContext,
@@ -155,7 +156,7 @@ class _Running:
     """A job whose lease this worker holds: its handler runs, or its outcome waits in the buffer."""
 
     job: ClaimedJob
-    cancelled: threading.Event = field(default_factory=threading.Event)
+    cancelled: CancelEvent = field(default_factory=CancelEvent)
     lost: bool = False
     #: Claimed but its handler not started yet: it waits in the local queue.
     waiting: bool = True
@@ -1085,6 +1086,8 @@ def _describe(exc: BaseException) -> str:
 
 def _json_problem(value: Any) -> str | None:
     """Why PostgreSQL's jsonb would refuse ``value``; None when it takes it."""
+    if value is None:  # what most handlers return
+        return None
     try:
         text = json.dumps(value, allow_nan=False, ensure_ascii=False)
     except ValueError as exc:
