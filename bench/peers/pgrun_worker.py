@@ -7,7 +7,8 @@ worker's own LISTEN connection), with an `@app.job` async no-op handler. Setting
 (claims of at most `JOBS_CLAIM_BATCH_SIZE` jobs into a local queue bounded by `JOBS_PREFETCH`
 and the worker's own throughput, poll 1 s, lease 30 s, outcomes flushed 2 ms after the first
 is buffered). `JOBS_CLAIM_BATCH_SIZE`, `JOBS_PREFETCH` and `JOBS_ASYNC_CLAIMS` in the
-environment override the defaults (bench/peers/ab_env.py's A/B runs).
+environment override the defaults (bench/peers/ab_env.py's A/B runs); `BENCH_ANALYZE=0` skips
+the ANALYZE after the bulk load, so the worker claims with the statistics of an empty table.
 Delayed: the same worker, `JOBS_POLL_INTERVAL_MS` = `--poll-s` (60 s, the largest the setting
 allows; default 1 s), so a job that starts on time was started by the worker's timer for its due
 time (the enqueue's NOTIFY carries it); single delayed enqueue `AsyncClient.enqueue_job(run_at=)`,
@@ -107,8 +108,9 @@ async def throughput(args: Any) -> dict[str, Any]:
             count = min(10_000, args.jobs - start)
             client.enqueue_jobs([{"job_type": NOOP, "payload": {"n": start + i}} for i in range(count)])
         enqueue_s = time.perf_counter() - t
-    with psycopg.connect(args.dsn, autocommit=True) as conn:
-        conn.execute("ANALYZE")
+    if os.environ.get("BENCH_ANALYZE", "1").strip() != "0":  # BENCH_ANALYZE=0: stale statistics
+        with psycopg.connect(args.dsn, autocommit=True) as conn:
+            conn.execute("ANALYZE")
 
     from pgrun.app import App
 
