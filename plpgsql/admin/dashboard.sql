@@ -30,6 +30,14 @@
 -- job id) and its "log_lines" (job_logs: attempt, level, message, fields, created_at), each
 -- the newest max_rows (default 200, 1..1000) in order, oldest first, through the primary key
 -- (job_id, id) and job_logs_job_idx; "events_more" / "log_lines_more" say older ones exist.
+-- The first event is the job's creation: since issue 15 no 'enqueued' row is written (the
+-- job row holds all it said), so it is DERIVED from the job row: event 'enqueued', NULL ->
+-- queued, attempt 0, created_at the job's, detail naming the workflow step
+-- ({workflow_run_id, workflow_step_key}) or the schedule ({schedule_id}) as the row did, id
+-- NULL and "derived": true. It counts as the oldest event for max_rows and events_more, and
+-- is left out when an 'enqueued' row of the job is stored (a job created before). Claims
+-- write no row either: the event that ends an attempt carries its start and worker, and
+-- get_job's "attempts" lists every claim that ran.
 --
 -- Tenancy (util/_access.sql) as for queue_depth and get_job: only the jobs the caller may see;
 -- organization_id narrows that to one organization; an admin without one sees every
@@ -291,8 +299,11 @@ AS $$
 DECLARE
     v_limit integer := coalesce(get_job_history.max_rows, 200);
     v_scope record;
+    v_job record;
     v_events jsonb;
     v_events_read integer;
+    v_enqueued_read integer;
+    v_events_more boolean;
     v_logs jsonb;
     v_logs_read integer;
 BEGIN
@@ -305,20 +316,21 @@ BEGIN
     END IF;
     SELECT c.all_organizations, c.organization_ids, c.untenanted INTO v_scope
     FROM pgrun._caller_scope(get_job_history.organization_id) AS c;
-    IF NOT EXISTS (
-        SELECT FROM pgrun.jobs AS j
-        WHERE j.id = get_job_history.job_id
-            AND pgrun._in_scope(
-                j.organization_id, v_scope.all_organizations, v_scope.organization_ids, v_scope.untenanted
-            )
-    ) THEN
+    SELECT j.created_at, j.workflow_run_id, j.workflow_step_key, j.schedule_id INTO v_job
+    FROM pgrun.jobs AS j
+    WHERE j.id = get_job_history.job_id
+        AND pgrun._in_scope(
+            j.organization_id, v_scope.all_organizations, v_scope.organization_ids, v_scope.untenanted
+        );
+    IF NOT FOUND THEN
         PERFORM pgrun._job_raise_not_found(get_job_history.job_id, get_job_history.organization_id);
     END IF;
 
     SELECT
         coalesce(jsonb_agg(to_jsonb(e) - 'job_id' - 'lease_token' ORDER BY e.id) FILTER (WHERE e.n <= v_limit), '[]'),
-        count(*)
-    INTO v_events, v_events_read
+        count(*),
+        count(*) FILTER (WHERE e.event = 'enqueued')
+    INTO v_events, v_events_read, v_enqueued_read
     FROM (
         SELECT x.*, row_number() OVER (ORDER BY x.id DESC) AS n
         FROM (
@@ -329,6 +341,32 @@ BEGIN
             LIMIT v_limit + 1
         ) AS x
     ) AS e;
+    v_events_more := v_events_read > v_limit;
+
+    -- The derived 'enqueued' event: the oldest of all, so it is shown only when every stored
+    -- event is and there is room for one more; none of them is an old 'enqueued' row then.
+    IF NOT v_events_more AND v_enqueued_read = 0 THEN
+        IF v_events_read < v_limit THEN
+            v_events := jsonb_build_array(
+                to_jsonb(jsonb_populate_record(NULL::pgrun.job_events, jsonb_build_object(
+                    'event', 'enqueued',
+                    'to_status', 'queued',
+                    'attempt', 0,
+                    'created_at', v_job.created_at,
+                    'detail', CASE
+                        WHEN v_job.workflow_run_id IS NOT NULL THEN jsonb_build_object(
+                            'workflow_run_id', v_job.workflow_run_id, 'workflow_step_key', v_job.workflow_step_key
+                        )
+                        WHEN v_job.schedule_id IS NOT NULL THEN jsonb_build_object('schedule_id', v_job.schedule_id)
+                    END
+                )))
+                - 'job_id' - 'lease_token'
+                || jsonb_build_object('derived', TRUE)
+            ) || v_events;
+        ELSE
+            v_events_more := TRUE;
+        END IF;
+    END IF;
 
     SELECT
         coalesce(
@@ -356,7 +394,7 @@ BEGIN
 
     RETURN jsonb_build_object(
         'events', v_events,
-        'events_more', v_events_read > v_limit,
+        'events_more', v_events_more,
         'log_lines', v_logs,
         'log_lines_more', v_logs_read > v_limit
     );
@@ -364,7 +402,8 @@ END;
 $$;
 
 COMMENT ON FUNCTION pgrun.get_job_history(uuid, uuid, integer) IS
-'What get_job leaves out, as jsonb: "events" (the job''s transitions, lease token omitted) and "log_lines" '
+'What get_job leaves out, as jsonb: "events" (the job''s transitions, lease token omitted; the first, '
+'"enqueued", derived from the job row and marked "derived": true unless stored) and "log_lines" '
 '(append_job_log), each the newest max_rows (default 200, 1..1000) oldest first, with events_more / '
 'log_lines_more when older ones exist. Only jobs the caller may see (organization_id names one). Errors: '
 'job.not_found (RQ002), job.invalid_max_rows (RQ003).';

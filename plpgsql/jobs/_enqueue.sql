@@ -670,7 +670,7 @@ BEGIN
     -- element's, else the default), the key and, for a keyed element only, the snapshot of
     -- the request as asked (enqueue.sql, Idempotency). Written here, not in a helper: arrays
     -- handed out of a function are copied twice more. Then the shared insert resolves,
-    -- inserts, events and announces them.
+    -- inserts and announces them.
     SELECT
         array_agg(ROW(
             q.id, q.job_type, q.payload, q.queue, q.priority, q.max_attempts, q.timeout_seconds,

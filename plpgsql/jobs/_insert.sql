@@ -10,9 +10,11 @@
 --   priority, max_attempts and timeout are the door's request (NULL = not asked) and
 --   resolve here, and only here:
 --   coalesce(request, job_definitions, pgrun._job_defaults()); the backoff comes from the
---   definition, else the built-in default. One 'enqueued' job_events row per inserted job,
---   its detail naming the link (NULL for a plain job, {workflow_run_id, workflow_step_key}
---   for a step's job, {schedule_id} for a schedule's). Keyed rows go in ON CONFLICT DO
+--   definition, else the built-in default. No job_events row (issue 15): everything an
+--   'enqueued' event said (the time, the link to a workflow step or a schedule) is on the
+--   job row (created_at, workflow_run_id / workflow_step_key, schedule_id), and enqueue
+--   records no actor; get_job_history derives the job's 'enqueued' event from the row.
+--   Old 'enqueued' rows stay valid. Keyed rows go in ON CONFLICT DO
 --   NOTHING on jobs_idempotency_idx (rows without a key never conflict). Then one
 --   pgrun._enqueue_notify_queues call: the queue name for each queue that got a job ready now, and
 --   '<queue> <due>' for each queue that got delayed jobs, <due> the earliest run_at in Unix
@@ -87,20 +89,7 @@ BEGIN
             idempotency_key
         ) WHERE idempotency_key IS NOT NULL
         DO NOTHING
-        RETURNING j.id, j.queue, j.run_at, j.workflow_run_id, j.workflow_step_key, j.schedule_id
-    ),
-    events AS (
-        INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, detail, created_at)
-        SELECT
-            i.id, 'enqueued', NULL, 'queued', 0,
-            CASE
-                WHEN i.workflow_run_id IS NOT NULL THEN jsonb_build_object(
-                    'workflow_run_id', i.workflow_run_id, 'workflow_step_key', i.workflow_step_key
-                )
-                WHEN i.schedule_id IS NOT NULL THEN jsonb_build_object('schedule_id', i.schedule_id)
-            END,
-            v_now
-        FROM ins AS i
+        RETURNING j.id, j.queue, j.run_at
     )
     SELECT
         (SELECT array_agg(i.id) FROM ins AS i),
@@ -123,7 +112,7 @@ REVOKE EXECUTE ON FUNCTION pgrun._enqueue_insert_jobs(pgrun._new_job[]) FROM pub
 
 COMMENT ON FUNCTION pgrun._enqueue_insert_jobs(pgrun._new_job[]) IS
 'Private: THE insert of new jobs (enqueue, workflow release, schedule fire): settings resolved as request, '
-'definition, built-in default; one enqueued event each; NOTIFY per queue; returns the ids inserted.';
+'definition, built-in default; no event (the job row says it all); NOTIFY per queue; returns the ids inserted.';
 
 -- Wakes idle workers: one pg_notify per distinct payload (a queue name: jobs ready now; a
 -- queue name, a blank and a due time in Unix milliseconds: delayed jobs), in order.

@@ -4,10 +4,12 @@
 -- in priority order (lower runs first), then run_at, then id, optionally narrowed to some
 -- queues and job types. Each claimed job becomes 'running' with a new lease_token, a
 -- lease that ends lease_seconds from now, the worker's id, attempt + 1 and
--- total_attempts + 1, and one 'claimed' job_events row is written with it. The running
--- attempt (number total_attempts, the claim's number over the job's life) lives in the
--- jobs row itself; job_attempts shows it, and the write that ends the attempt records it on
--- the event it writes anyway (outcome, step, lease token, start): no attempt row of its own.
+-- total_attempts + 1. A claim writes no job_events row (issue 15): the running attempt
+-- (number total_attempts, the claim's number over the job's life) lives in the jobs row
+-- itself (worker_id, started_at, lease); job_attempts shows it, and the write that ends the
+-- attempt records it on the event it writes anyway (outcome, step, worker, lease token,
+-- start), as does the 'released' event of a claim handed back unstarted (worker, number,
+-- claim time): no attempt row and no event of its own. Old 'claimed' rows stay valid.
 -- max_attempts is the budget of the job's current step: the one continue_job gave it
 -- (step_max_attempts), else the job's. run_at is when the job became due and started_at
 -- the claim's time (both on the database clock): started_at - run_at is how long a ready
@@ -24,8 +26,7 @@
 --      (through jobs_lease_idx, the partial index over running jobs); its room is max_concurrency minus that count, and a full type is left out;
 --   4. one claim statement with data-modifying CTEs: candidates from jobs_claim_idx with
 --      FOR UPDATE SKIP LOCKED and LIMIT max_jobs, left-out types filtered; per capped
---      type at most its room of them are updated; the event rows are inserted from the
---      UPDATE's RETURNING.
+--      type at most its room of them are updated and returned.
 -- A batch may therefore hold fewer than max_jobs jobs when a capped type has more ready
 -- jobs at the head of the queue than room; its surplus stays queued for a later call.
 --
@@ -213,13 +214,7 @@ BEGIN
             j.id, j.job_type, j.queue, j.priority, j.payload, j.attempt,
             coalesce(j.step_max_attempts, j.max_attempts) AS max_attempts, j.lease_token,
             j.lease_expires_at, j.timeout_seconds, j.step, j.state, j.progress, j.organization_id,
-            j.workflow_run_id, j.workflow_step_key, j.run_at, j.total_attempts, j.worker_id
-    ),
-
-    events AS (
-        INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, worker_id, created_at)
-        SELECT c.id, 'claimed', 'queued', 'running', c.total_attempts, c.worker_id, v_now
-        FROM claimed AS c
+            j.workflow_run_id, j.workflow_step_key, j.run_at
     )
 
     SELECT
@@ -237,8 +232,8 @@ COMMENT ON FUNCTION pgrun.claim_jobs(text, integer, integer, text[], text[]) IS
 'an empty array = none). Paused types are skipped and per-type max_concurrency caps are never exceeded '
 '(a capped type another claimer is claiming at this instant is skipped for this call). Each job becomes '
 'running under a fresh lease_token that expires lease_seconds (1..86400) from now, attempt and '
-'total_attempts go up by one (job_attempts shows the running attempt), and one claimed event is '
-'written. Returns one '
+'total_attempts go up by one (job_attempts shows the running attempt); no event is written (the job row '
+'shows the claim, the event that ends the attempt records its start and worker). Returns one '
 'row per claimed job, in claim order, with what the handler needs (payload, attempt, max_attempts: the '
 'step''s budget when continue_job set one, step, state, progress, the lease, run_at: when it became due, '
 'started_at: the claim''s time). Never waits on a lock held by another claimer. '

@@ -8,7 +8,7 @@
 -- Resolution: an argument given wins, else the type's job_definitions row, else the
 -- built-in default (queue 'default', priority 100 (0..32767, lower runs first),
 -- max_attempts 20, no timeout, backoff 2 s / 3600 s / 0.2: pgrun._job_defaults). Unknown
--- job types are fine. The resolution, the INSERT, the events and the NOTIFY are the shared
+-- job types are fine. The resolution, the INSERT and the NOTIFY are the shared
 -- insert's (pgrun._enqueue_insert_jobs, _insert.sql), which the workflow release and the
 -- schedule fire call too: a job means the same whichever door made it.
 -- payload: a JSON object (NULL = {}) of at most 1 MiB (pg_column_size of the jsonb),
@@ -36,12 +36,13 @@
 -- Bulk: enqueue_jobs takes an array of objects keyed like enqueue_job's parameters
 -- (delay: seconds or an interval string). The whole array is validated first (the first
 -- bad element's 1-based index goes in DETAIL), then one statement parses the array into
--- jobs (ids from pgrun._uuidv7_series) and ONE INSERT ... SELECT creates them and their
--- events (pgrun._enqueue_insert_jobs).
+-- jobs (ids from pgrun._uuidv7_series) and ONE INSERT ... SELECT creates them
+-- (pgrun._enqueue_insert_jobs).
 -- Elements sharing a key act like retries in array order: the first creates, identical
 -- later ones return its job (created = false), a different one conflicts (all rolls back).
 --
--- Events: one job_events 'enqueued' row per created job, none for a keyed retry.
+-- Events: none (issue 15): the job row records the creation (created_at);
+-- get_job_history shows it as the job's derived 'enqueued' event.
 -- NOTIFY: pg_notify('pgrun_jobs', <queue name>) once per call for each queue that got a
 -- job ready now, and pg_notify('pgrun_jobs', '<queue name> <due>') for each queue that got
 -- delayed jobs, <due> the earliest of their run_at in Unix milliseconds: an idle worker sets
@@ -170,7 +171,7 @@ COMMENT ON FUNCTION pgrun.enqueue_job(
 'not both; neither = ready now. With idempotency_key the job is unique per (job_type, organization_id, '
 'key): an identical retry returns the existing job with created = false, a different request raises '
 'job.enqueue_conflicting_retry (RQ001); keyed calls need READ COMMITTED '
-'(job.enqueue_idempotency_unsupported_isolation, RQ006). Writes one enqueued event; notifies channel '
+'(job.enqueue_idempotency_unsupported_isolation, RQ006). Writes no event (the job row records it); notifies channel '
 'pgrun_jobs with the queue name when the job is ready now. Returns job_id, created, status, run_at. '
 'Input errors (RQ003): job.invalid_type, job.invalid_payload, job.payload_too_large, job.invalid_queue, '
 'job.invalid_priority, job.invalid_max_attempts, job.invalid_timeout, job.invalid_schedule, '

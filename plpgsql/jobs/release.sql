@@ -11,9 +11,11 @@
 --     attempt budget: attempt - 1 (the claim burns no attempt), run_at unchanged (it keeps
 --     its place in the claim order), the lease cleared; one 'released' event. The event
 --     ends no attempt (outcome NULL): the handler never ran, so job_attempts shows no row
---     for the released claim. total_attempts is NOT lowered: it numbers claims over the
---     job's life, and a number is never used twice (the claimed and released events carry
---     it, and log lines and attempt rows are keyed by it), so the next claim gets the next
+--     for the released claim. It is the one record of that claim (a claim writes no event):
+--     its number (attempt), its worker (worker_id) and its time (detail.claimed_at, the
+--     job's started_at, which the next claim overwrites). total_attempts is NOT lowered: it
+--     numbers claims over the job's life, and a number is never used twice (the released
+--     event carries it, and log lines and attempt rows are keyed by it), so the next claim gets the next
 --     number and job_attempts skips the released one. worker_id stays (the worker that
 --     claimed the job last), started_at too (the latest claim's time), as after a reap.
 --   * a cancel request is pending -> 'cancelled' instead, like every other write that
@@ -94,7 +96,10 @@ BEGIN
             r.status,
             r.total_attempts,
             r.worker_id,
-            CASE WHEN r.status = 'cancelled' THEN jsonb_build_object('reason', r.cancel_reason) END,
+            CASE r.status
+                WHEN 'cancelled' THEN jsonb_build_object('reason', r.cancel_reason)
+                ELSE jsonb_build_object('claimed_at', r.started_at)
+            END,
             v_now,
             -- only the cancelled claim ends an attempt; a released one never ran
             CASE WHEN r.status = 'cancelled' THEN 'cancelled' END,
@@ -139,7 +144,8 @@ COMMENT ON FUNCTION pgrun.release_jobs(uuid[], uuid[]) IS
 'Hand claimed jobs that were never started back to the queue, in one statement: parallel arrays '
 'job_ids and lease_tokens. Each job whose lease is still owned becomes queued again with attempt - 1 '
 '(the claim burns no attempt; total_attempts keeps counting claims), run_at unchanged, the lease cleared '
-'and one released event (no attempt row: the handler never ran); a job with a pending cancel request '
+'and one released event naming the claim''s worker, number and time (detail.claimed_at; no attempt row: '
+'the handler never ran); a job with a pending cancel request '
 'ends cancelled instead (attempt outcome cancelled). Returns one row per input job in input order: '
 'outcome released, cancelled or lease_lost; for lease_lost, lost_reason is unknown_job, not_running, '
 'token_mismatch or lease_expired (not_held for a caller that never held the job and is not an admin) '

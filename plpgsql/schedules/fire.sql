@@ -12,7 +12,7 @@
 --   2. one tick per (plan time, scope) is inserted ON CONFLICT DO NOTHING (primary key
 --      (schedule_id, scope, plan_time)), and only the ticks this call inserted make jobs:
 --      one call of the shared insert (pgrun._enqueue_insert_jobs, jobs/_insert.sql) for
---      the jobs (jobs.schedule_id set, run_at = the plan time) and their 'enqueued' events.
+--      the jobs (jobs.schedule_id set, run_at = the plan time; no job_events row).
 --      A plan time fired before, by this or any other scheduler, returns the job its tick
 --      made with created = false;
 --   3. planned_until moves to planned_until (default: the latest plan time), next_run_at is
@@ -209,7 +209,7 @@ COMMENT ON FUNCTION pgrun.fire_schedule(uuid, timestamptz[], timestamptz, uuid, 
 
 -- The ticks and jobs of plan times p_times of schedule p_s, one per (plan time, scope), ever:
 -- the tick insert ON CONFLICT DO NOTHING decides, and only the ticks this call inserted make
--- jobs (one call of pgrun._enqueue_insert_jobs: their 'enqueued' events, one NOTIFY per queue). Returns
+-- jobs (one call of pgrun._enqueue_insert_jobs: the jobs, one NOTIFY per queue). Returns
 -- every (plan_time, scope) with the job its tick names and whether this call created it. The
 -- caller holds the schedule row (FOR UPDATE) and updates its planning state.
 CREATE OR REPLACE FUNCTION pgrun._schedule_fire(

@@ -8,7 +8,7 @@
 --   organization_id the step's own, else the run's; run_at the release time, plus the
 --   step's delay, or the step's run_at when that is later; the template's NULL fields
 --   resolve there as for any job (the job type's definition, else the built-in defaults);
---   one 'enqueued' job_events row each, naming run and step; the queues woken as enqueue
+--   no job_events row (the job row names run and step); the queues woken as enqueue
 --   wakes them. Then the steps become released with their job_id. The step's organization,
 --   delay and run_at are columns of the step row the payload statement reads anyway: no
 --   lookup per step.

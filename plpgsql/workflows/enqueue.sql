@@ -6,7 +6,7 @@
 -- stored with their edges; each step's dependency_count_total and
 -- dependency_count_pending start at its number of dependencies. Root steps (no
 -- dependencies) are released at once by pgrun._workflow_release_steps: a job step
--- becomes a queued job (one INSERT for all roots, one 'enqueued' event each, one
+-- becomes a queued job (one INSERT for all roots, no job_events row, one
 -- pg_notify per queue), an external step becomes waiting_for_external. The run is
 -- 'running' (it has at least one step, and none is terminal yet).
 --

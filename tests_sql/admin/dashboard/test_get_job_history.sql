@@ -1,7 +1,8 @@
 -- get_job_history: a job's events and log lines, newest max_rows in order, without the lease
--- token; tenancy; bad arguments.
+-- token; the job's enqueued event derived from the job row (none is stored since issue 15),
+-- or the stored one of an older job; tenancy; bad arguments.
 BEGIN;
-SELECT plan(11);
+SELECT plan(16);
 
 -- SETUP: a job that failed once (with two log lines) and then succeeded
 SELECT pgrun_test.freeze_time('2030-01-01 12:00:00+00');
@@ -17,8 +18,28 @@ SELECT pgrun_test.make_job(p_organization_id => 'a0000000-0000-0000-0000-0000000
 SELECT is(
     (SELECT string_agg(e ->> 'event', ',' ORDER BY n)
      FROM jsonb_array_elements(pgrun.get_job_history(:'job') -> 'events') WITH ORDINALITY AS x (e, n)),
-    'claimed,retry_scheduled,claimed,succeeded',
-    'every transition, oldest first'
+    'enqueued,retry_scheduled,succeeded',
+    'every transition, oldest first: the creation, then each attempt''s end'
+);
+SELECT is(
+    pgrun.get_job_history(:'job') -> 'events' -> 0,
+    to_jsonb(jsonb_populate_record(NULL::pgrun.job_events, jsonb_build_object(
+        'event', 'enqueued', 'to_status', 'queued', 'attempt', 0,
+        'created_at', (SELECT created_at FROM pgrun.jobs WHERE id = :'job')
+    ))) - 'job_id' - 'lease_token' || '{"derived": true}',
+    'the enqueued event is derived from the job row: NULL -> queued, attempt 0, its created_at, id NULL, derived'
+);
+SELECT is(
+    (SELECT count(*) FROM jsonb_array_elements(pgrun.get_job_history(:'job') -> 'events') AS e WHERE e ? 'derived'),
+    1::bigint,
+    'only the derived event says so'
+);
+SELECT is(
+    (SELECT ((e ->> 'started_at')::timestamptz, e ->> 'worker_id')
+     FROM jsonb_array_elements(pgrun.get_job_history(:'job') -> 'events') AS e
+     WHERE e ->> 'event' = 'succeeded'),
+    ((SELECT started_at FROM pgrun.jobs WHERE id = :'job'), 'w-2'::text),
+    'the claim that ran is on the event that ended it: its start and worker'
 );
 SELECT is(
     (SELECT (e ->> 'outcome', e ->> 'error_code', e ->> 'error_message', e ->> 'worker_id')
@@ -53,8 +74,13 @@ SELECT is(
     (SELECT (string_agg(e ->> 'event', ',' ORDER BY n), min(h ->> 'events_more'), min(h ->> 'log_lines_more'))
      FROM pgrun.get_job_history(:'job', max_rows => 2) AS h
      CROSS JOIN LATERAL jsonb_array_elements(h -> 'events') WITH ORDINALITY AS x (e, n)),
-    ('claimed,succeeded'::text, 'true'::text, 'false'::text),
-    'max_rows 2: the two newest events in order, events_more set; both log lines, log_lines_more not'
+    ('retry_scheduled,succeeded'::text, 'true'::text, 'false'::text),
+    'max_rows 2: the two newest events in order, events_more set (the derived one is older); both log lines'
+);
+SELECT is(
+    (SELECT (jsonb_array_length(h -> 'events'), h ->> 'events_more') FROM pgrun.get_job_history(:'job', max_rows => 3) AS h),
+    (3, 'false'::text),
+    'max_rows 3: the derived event fits, nothing more'
 );
 SELECT is(
     (SELECT h -> 'log_lines' -> 0 ->> 'message' FROM pgrun.get_job_history(:'job', max_rows => 1) AS h),
@@ -80,8 +106,21 @@ SELECT is(
     pgrun_test.as_role(
         'pgrun_tap_reader', format('SELECT jsonb_array_length(pgrun.get_job_history(%L) -> ''events'')', :'job')
     ),
-    '4',
+    '3',
     'a reader reads the history of a job it may see'
+);
+
+-- TEST: a job created before issue 15 has its enqueued row stored: shown as it is, not twice
+SELECT pgrun_test.make_job() AS old_job \gset
+INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, created_at)
+VALUES (:'old_job', 'enqueued', NULL, 'queued', 0, '2030-01-01 11:00:00+00');
+INSERT INTO pgrun.job_events (job_id, event, from_status, to_status, attempt, worker_id, created_at)
+VALUES (:'old_job', 'claimed', 'queued', 'running', 1, 'w-old', '2030-01-01 11:00:01+00');
+SELECT is(
+    (SELECT (string_agg(e ->> 'event', ',' ORDER BY n), count(*) FILTER (WHERE e ? 'derived' OR e -> 'id' = 'null'))
+     FROM jsonb_array_elements(pgrun.get_job_history(:'old_job') -> 'events') WITH ORDINALITY AS x (e, n)),
+    ('enqueued,claimed'::text, 0::bigint),
+    'the stored enqueued and claimed rows, nothing derived'
 );
 
 SELECT * FROM finish();

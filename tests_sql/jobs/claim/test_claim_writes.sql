@@ -1,6 +1,7 @@
--- What one claim writes: the running job with a fresh lease, one attempt row, one event.
+-- What one claim writes: the running job with a fresh lease and its open attempt row; no event
+-- (issue 15): the job row shows the claim, and the event that ends the attempt records it.
 BEGIN;
-SELECT plan(10);
+SELECT plan(11);
 
 -- SETUP
 SELECT pgrun_test.freeze_time('2030-01-01 00:00:00+00');
@@ -58,16 +59,8 @@ SELECT results_eq(
     'one job_attempts row, open (no outcome yet), with the worker and the token'
 );
 
--- TEST: exactly one claimed event per job
-SELECT results_eq(
-    'SELECT job_id, event, from_status, to_status, attempt, worker_id FROM pgrun.job_events ORDER BY job_id',
-    format(
-        'VALUES (%L::uuid, ''claimed'', ''queued'', ''running'', 1, ''worker-7''), '
-        '(%L::uuid, ''claimed'', ''queued'', ''running'', 1, ''worker-7'')',
-        :'job', :'other'
-    ),
-    'one claimed event per claimed job'
-);
+-- TEST: no event
+SELECT is((SELECT count(*) FROM pgrun.job_events), 0::bigint, 'a claim writes no event');
 
 -- TEST: a second claim after a retry counts on
 SELECT pgrun.fail_job(job_id => :'job', lease_token => (SELECT lease_token FROM claimed WHERE job_id = :'job'),
@@ -94,8 +87,20 @@ SELECT isnt(
 );
 SELECT is(
     pgrun_test.events_of(:'job'),
-    'claimed,retry_scheduled,claimed',
-    'one event per transition'
+    'retry_scheduled',
+    'the first attempt''s end is the job''s one event; neither claim wrote one'
+);
+SELECT results_eq(
+    format(
+        'SELECT attempt, worker_id, lease_token, started_at, outcome FROM pgrun.job_events WHERE job_id = %L',
+        :'job'
+    ),
+    format(
+        'SELECT 1, ''worker-7''::text, lease_token, ''2030-01-01 00:00:00+00''::timestamptz, ''failed''::text '
+        'FROM claimed WHERE job_id = %L',
+        :'job'
+    ),
+    'the event that ended the first attempt records its claim: number, worker, lease token and start'
 );
 
 SELECT * FROM finish();

@@ -37,7 +37,7 @@ SELECT results_eq(
 );
 
 -- TEST: exactly one succeeded event
-SELECT is(pgrun_test.events_of(:'job'), 'claimed,succeeded', 'one succeeded event after the claim');
+SELECT is(pgrun_test.events_of(:'job'), 'succeeded', 'one succeeded event, the only one (the claim wrote none)');
 SELECT results_eq(
     format(
         'SELECT from_status, to_status, attempt, worker_id FROM pgrun.job_events WHERE job_id = %L AND event = %L',

@@ -44,7 +44,7 @@ SELECT is(
 );
 SELECT is(
     pgrun_test.events_of(:'job'),
-    'claimed,retry_scheduled,claimed,dead',
+    'retry_scheduled,dead',
     'one event per transition'
 );
 

@@ -46,7 +46,7 @@ SELECT results_eq(
 -- TEST: one retry_scheduled event per failure
 SELECT is(
     pgrun_test.events_of(:'job'),
-    'claimed,retry_scheduled,claimed,retry_scheduled,claimed,retry_scheduled,claimed,retry_scheduled',
+    'retry_scheduled,retry_scheduled,retry_scheduled,retry_scheduled',
     'each failure writes exactly one retry_scheduled event'
 );
 

@@ -50,8 +50,8 @@ SELECT results_eq(
 SELECT is(pgrun_test.job_fingerprint(:'stale'), :'stale_before', 'the stale job is untouched');
 
 -- TEST: one event per handled job, one dead letter for the dead one
-SELECT is(pgrun_test.events_of(:'retry'), 'claimed,retry_scheduled', 'the retried job has one new event');
-SELECT is(pgrun_test.events_of(:'perm'), 'claimed,dead', 'the dead job has one new event');
+SELECT is(pgrun_test.events_of(:'retry'), 'retry_scheduled', 'the retried job has one new event');
+SELECT is(pgrun_test.events_of(:'perm'), 'dead', 'the dead job has one new event');
 SELECT results_eq(
     'SELECT job_id, reason FROM pgrun.job_dead_letters',
     format('VALUES (%L::uuid, ''non_retryable'')', :'perm'),

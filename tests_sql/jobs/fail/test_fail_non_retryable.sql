@@ -46,7 +46,7 @@ SELECT results_eq(
     $$VALUES ('failed', 'bad_payload')$$,
     'the attempt ends failed with the error code'
 );
-SELECT is(pgrun_test.events_of(:'job'), 'claimed,dead', 'one dead event');
+SELECT is(pgrun_test.events_of(:'job'), 'dead', 'one dead event');
 SELECT is(
     (SELECT detail->>'reason' FROM pgrun.job_events WHERE job_id = :'job' AND event = 'dead'),
     'non_retryable',

@@ -15,7 +15,7 @@ SELECT is(
     '{"done": 2, "total": 10}'::jsonb,
     'the latest progress replaces the previous one'
 );
-SELECT is(pgrun_test.events_of(:'job'), 'claimed', 'progress writes no event');
+SELECT is(pgrun_test.events_of(:'job'), '', 'progress writes no event');
 
 -- TEST: a wrong token or an expired lease
 SELECT throws_ok(

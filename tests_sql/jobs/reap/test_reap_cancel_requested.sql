@@ -20,7 +20,7 @@ SELECT results_eq(
     $$VALUES ('cancelled', '2030-01-01 00:01:00+00'::timestamptz, 'lease_expired')$$,
     'the job is cancelled; its attempt ended because the lease expired'
 );
-SELECT is(pgrun_test.events_of(:'job'), 'claimed,cancel_requested,cancelled', 'one cancelled event');
+SELECT is(pgrun_test.events_of(:'job'), 'cancel_requested,cancelled', 'one cancelled event');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -25,7 +25,7 @@ SELECT results_eq(
     $$VALUES (1, 'lease_expired', 'lease_expired')$$,
     'one dead letter with reason lease_expired'
 );
-SELECT is(pgrun_test.events_of(:'job'), 'claimed,dead', 'one dead event (no separate lease_expired event)');
+SELECT is(pgrun_test.events_of(:'job'), 'dead', 'one dead event (no separate lease_expired event)');
 
 SELECT * FROM finish();
 ROLLBACK;

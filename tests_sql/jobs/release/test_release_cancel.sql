@@ -29,7 +29,7 @@ SELECT results_eq(
 );
 
 -- TEST: one cancelled event, which ends the attempt (outcome cancelled, with the reason)
-SELECT is(pgrun_test.events_of(:'job'), 'claimed,cancel_requested,cancelled', 'no released event');
+SELECT is(pgrun_test.events_of(:'job'), 'cancel_requested,cancelled', 'no released event');
 SELECT results_eq(
     format(
         'SELECT outcome, lease_token, detail->>''reason'' FROM pgrun.job_events WHERE job_id = %L AND event = ''cancelled''',

@@ -40,16 +40,16 @@ SELECT results_eq(
 );
 
 -- TEST: one released event, which ends no attempt
-SELECT is(pgrun_test.events_of(:'first'), 'claimed,released', 'the claim and the release, one event each');
+SELECT is(pgrun_test.events_of(:'first'), 'released', 'the release is the one event (a claim writes none)');
 SELECT results_eq(
     format(
-        'SELECT from_status, to_status, attempt, worker_id, outcome, lease_token, created_at '
+        'SELECT from_status, to_status, attempt, worker_id, outcome, lease_token, created_at, detail '
         'FROM pgrun.job_events WHERE job_id = %L AND event = ''released''',
         :'first'
     ),
     $$VALUES ('running', 'queued', 1, 'worker-1'::text, NULL::text, NULL::uuid,
-              '2030-01-01 00:00:06+00'::timestamptz)$$,
-    'the released event: running -> queued, the claim''s number, its worker, no outcome'
+              '2030-01-01 00:00:06+00'::timestamptz, '{"claimed_at": "2030-01-01T00:00:05+00:00"}'::jsonb)$$,
+    'the released event records the claim it undoes: its number, worker and time (detail.claimed_at); no outcome'
 );
 SELECT is_empty(
     format('SELECT * FROM pgrun.job_attempts WHERE job_id = %L', :'first'),
@@ -88,7 +88,7 @@ SELECT results_eq(
     $$VALUES (2, 'succeeded', 'worker-2'::text)$$,
     'the one attempt that ran is the one job_attempts shows'
 );
-SELECT is(pgrun_test.events_of(:'first'), 'claimed,released,claimed,succeeded', 'the whole history');
+SELECT is(pgrun_test.events_of(:'first'), 'released,succeeded', 'the whole history: the released claim, then the attempt');
 
 -- TEST: an empty batch is a no-op
 SELECT is_empty(

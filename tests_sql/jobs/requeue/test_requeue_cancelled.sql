@@ -17,7 +17,7 @@ SELECT results_eq(
 );
 SELECT is(
     pgrun_test.events_of(:'job'),
-    'claimed,cancel_requested,cancelled,requeued',
+    'cancel_requested,cancelled,requeued',
     'one requeued event'
 );
 

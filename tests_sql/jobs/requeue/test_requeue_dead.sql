@@ -27,8 +27,8 @@ SELECT results_eq(
 -- TEST: one requeued event
 SELECT results_eq(
     format('SELECT event, from_status, to_status FROM pgrun.job_events WHERE job_id = %L ORDER BY id', :'job'),
-    $$VALUES ('claimed', 'queued', 'running'), ('dead', 'running', 'dead'), ('requeued', 'dead', 'queued')$$,
-    'claimed, dead, requeued: one event per transition'
+    $$VALUES ('dead', 'running', 'dead'), ('requeued', 'dead', 'queued')$$,
+    'dead, requeued: one event per transition (the claim wrote none)'
 );
 
 -- TEST: it runs again with a full budget

@@ -2,7 +2,7 @@
 -- once: a root job step becomes a queued job (workflow columns, template and definition
 -- defaults, an enqueued event), a root external step waits; the rest stay blocked.
 BEGIN;
-SELECT plan(11);
+SELECT plan(12);
 
 -- SETUP
 SELECT pgrun_test.freeze_time('2030-01-01 00:00:00+00');
@@ -63,11 +63,17 @@ SELECT is(
     2::bigint,
     'one job per released job step, none for the others'
 );
+SELECT is(
+    (SELECT count(*) FROM pgrun.job_events AS e JOIN pgrun.jobs AS j ON j.id = e.job_id WHERE j.workflow_run_id = :'run'),
+    0::bigint,
+    'the release writes no event'
+);
 SELECT results_eq(
-    format($$SELECT event, from_status, to_status, attempt, detail FROM pgrun.job_events WHERE job_id = %L$$,
+    format($$SELECT e ->> 'event', e ->> 'to_status', (e ->> 'attempt')::integer, e -> 'detail', (e ->> 'derived')::boolean
+             FROM jsonb_array_elements(pgrun.get_job_history(%L) -> 'events') AS e$$,
         pgrun_test.wf_job(:'run', 'fetch')),
-    format($$VALUES ('enqueued', NULL, 'queued', 0, '{"workflow_run_id": "%s", "workflow_step_key": "fetch"}'::jsonb)$$, :'run'),
-    'one enqueued event per job'
+    format($$VALUES ('enqueued', 'queued', 0, '{"workflow_run_id": "%s", "workflow_step_key": "fetch"}'::jsonb, true)$$, :'run'),
+    'the history derives its enqueued event, naming run and step'
 );
 SELECT is(
     (SELECT released_at FROM pgrun.workflow_steps WHERE run_id = :'run' AND step_key = 'fetch'),
