@@ -3,7 +3,9 @@
   * enqueue time for a 1,000-step and a 10,000-step DAG (a layered DAG: each step depends on
     up to two steps of the previous layer of 10)
   * completing a 1,000-wide fan-in (1 -> 1000 -> 1) with 4 concurrent connections: time from
-    the first completion to the join's release
+    the first completion to the join's release; the same 9,998 wide (a run's 10,000-step
+    limit), with fresh statistics and with those of the empty tables (no ANALYZE after the
+    workflow is enqueued)
   * workflow-job throughput as a ratio of plain-job throughput: the same number of jobs,
     claimed and completed by 4 connections in batches of 10, as plain jobs and as
     workflow jobs in 10-step chains (every completion releases the next step) and in
@@ -85,14 +87,25 @@ def drain(dsn: str, connections: int = 4, batch: int = 10, job_types: list[str] 
     return sum(done)
 
 
-def bench_fan_in(dsn: str, width: int) -> float:
-    """Milliseconds from the first fan-out completion to the join being released."""
+ANALYZE_WORKFLOW_TABLES = (
+    "ANALYZE pgrun.jobs, pgrun.workflow_runs, pgrun.workflow_steps, pgrun.workflow_step_dependencies"
+)
+
+
+def bench_fan_in(dsn: str, width: int, stale: bool = False) -> float:
+    """Milliseconds from the first fan-out completion to the join being released. ``stale``:
+    the statistics are those of the empty tables (ANALYZE before the workflow is enqueued, none
+    after), as on a new install whose first big workflow runs before autovacuum analyzes."""
     reset(dsn)
     steps: list[dict[str, Any]] = [{"key": "root", "job_type": "wf.root"}]
     steps += [{"key": f"f{i}", "job_type": "wf.fan", "depends_on": ["root"]} for i in range(width)]
     steps.append({"key": "join", "job_type": "wf.join", "depends_on": [f"f{i}" for i in range(width)]})
     with connect(dsn) as conn:
+        if stale:
+            conn.execute(ANALYZE_WORKFLOW_TABLES)
         conn.execute("SELECT * FROM pgrun.enqueue_workflow(%s)", (Jsonb({"steps": steps}),))
+        if not stale:
+            conn.execute(ANALYZE_WORKFLOW_TABLES)
         assert drain(dsn, connections=1, job_types=["wf.root"]) == 1
         start = time.perf_counter()
         completed = drain(dsn, connections=4, job_types=["wf.fan"])
@@ -157,6 +170,15 @@ def main() -> int:
             print(f"enqueue {steps}-step DAG: {results[f'enqueue_dag_{steps}_ms']:.0f} ms", flush=True)
         results["fan_in_1000_ms"] = bench_fan_in(dsn, 1_000)
         print(f"1000-wide fan-in, 4 connections: {results['fan_in_1000_ms']:.0f} ms", flush=True)
+        # 9,998 into 1 with fresh and with an empty table's statistics (issue 15 item 6)
+        for stale in (False, True):
+            key = f"fan_in_9998{'_stale_stats' if stale else ''}_ms"
+            results[key] = bench_fan_in(dsn, 9_998, stale=stale)
+            print(
+                f"9998-wide fan-in, 4 connections, {'stale' if stale else 'fresh'} statistics: "
+                f"{results[key]:.0f} ms",
+                flush=True,
+            )
         results["plain_jobs_per_s"] = bench_plain(dsn, jobs)
         results["chain_jobs_per_s"] = bench_workflow_jobs(dsn, jobs, "chain")
         results["fanout_jobs_per_s"] = bench_workflow_jobs(dsn, jobs, "fanout")
