@@ -1,6 +1,7 @@
 """The hot path of this checkout against an older commit, side by side on one server.
 
-Measures single enqueue/s (enqueue_job in a loop, one connection) and the batch-100 cycle
+Measures single enqueue/s (enqueue_job in a loop, one connection), bulk enqueue rows/s
+(enqueue_jobs of 10,000 jobs, five calls; one with --quick) and the batch-100 cycle
 (claim_jobs + complete_jobs, 4 connections, 200,000 jobs) for three setups in alternating
 rounds, so drift on a shared machine falls on all of them alike; the ratios come from the
 medians:
@@ -40,7 +41,7 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from jobs_bench import bench_cycle, bench_single_enqueue, server
+from jobs_bench import bench_bulk_enqueue, bench_cycle, bench_single_enqueue, server
 from pgrun import migrate
 from pgrun.testing import extract_schema, login_roles, scratch_database, set_database_owner
 
@@ -50,6 +51,7 @@ DEFAULT_BASE = "5672efb"
 ORGANIZATION = "0b0e0f00-0000-4000-8000-000000000001"
 # The role prefix of a base that has the role model (head keeps pgrun's default).
 BASE_PREFIX = "pgrun_ab_base"
+MEASURES = ("single_enqueue_per_s", "bulk_enqueue_rows_per_s", "cycle_batch_100_jobs_per_s")
 
 
 def grant_scopes(dsn: str, producer: str, worker: str) -> None:
@@ -72,17 +74,24 @@ def run_rounds(
     rounds: int,
     seconds: float,
     jobs: int,
+    batches: int,
     samples: dict[str, dict[str, list[float]]],
 ) -> None:
     """Alternating rounds: every setup once per round, so drift falls on all of them alike."""
     for n in range(rounds):
         for name, (dsn, producer, worker) in setups.items():
             enqueue = bench_single_enqueue(dsn, seconds, driver_dsn=producer)
+            bulk = bench_bulk_enqueue(dsn, batches, driver_dsn=producer)
             cycle = bench_cycle(dsn, 100, jobs, driver_dsn=worker)
-            got = samples.setdefault(name, {"single_enqueue_per_s": [], "cycle_batch_100_jobs_per_s": []})
+            got = samples.setdefault(name, {key: [] for key in MEASURES})
             got["single_enqueue_per_s"].append(enqueue)
+            got["bulk_enqueue_rows_per_s"].append(bulk)
             got["cycle_batch_100_jobs_per_s"].append(cycle)
-            print(f"round {n + 1} {name}: enqueue {enqueue:.0f}/s, cycle {cycle:.0f} jobs/s", flush=True)
+            print(
+                f"round {n + 1} {name}: enqueue {enqueue:.0f}/s, bulk {bulk:.0f} rows/s, "
+                f"cycle {cycle:.0f} jobs/s",
+                flush=True,
+            )
 
 
 @contextmanager
@@ -118,7 +127,7 @@ def main() -> int:
     parser.add_argument("--json", default="bench/results/ab.json")
     args = parser.parse_args()
     rounds = 1 if args.quick else args.rounds
-    seconds, jobs = (2.0, 20_000) if args.quick else (10.0, 200_000)
+    seconds, jobs, batches = (2.0, 20_000, 1) if args.quick else (10.0, 200_000, 5)
 
     samples: dict[str, dict[str, list[float]]] = {}
     with (
@@ -160,7 +169,7 @@ def main() -> int:
                 head_admin = made["admin"].dsn(head)
                 setups["head, admin"] = (head, head_admin, head_admin)
                 setups["head, roles"] = (head, made["producer"].dsn(head), made["worker"].dsn(head))
-                run_rounds(setups, rounds, seconds, jobs, samples)
+                run_rounds(setups, rounds, seconds, jobs, batches, samples)
 
     medians = {name: {k: statistics.median(v) for k, v in got.items()} for name, got in samples.items()}
     results: dict[str, Any] = {
@@ -175,16 +184,16 @@ def main() -> int:
         },
     }
     print()
-    print("| setup | single enqueue /s | batch-100 cycle jobs/s | enqueue vs base | cycle vs base |")
-    print("|---|---:|---:|---:|---:|")
+    print(
+        "| setup | single enqueue /s | bulk enqueue rows/s | batch-100 cycle jobs/s "
+        "| single vs base | bulk vs base | cycle vs base |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for name, m in medians.items():
-        ratio = results["ratios_over_base"].get(
-            name, {"single_enqueue_per_s": 1.0, "cycle_batch_100_jobs_per_s": 1.0}
-        )
-        print(
-            f"| {name} | {m['single_enqueue_per_s']:,.0f} | {m['cycle_batch_100_jobs_per_s']:,.0f} "
-            f"| {ratio['single_enqueue_per_s']:.3f} | {ratio['cycle_batch_100_jobs_per_s']:.3f} |"
-        )
+        ratio = results["ratios_over_base"].get(name, dict.fromkeys(MEASURES, 1.0))
+        values = " | ".join(f"{m[key]:,.0f}" for key in MEASURES)
+        ratios = " | ".join(f"{ratio[key]:.3f}" for key in MEASURES)
+        print(f"| {name} | {values} | {ratios} |")
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(results, indent=2))
     return 0

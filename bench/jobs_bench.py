@@ -118,10 +118,11 @@ def bench_single_enqueue(dsn: str, seconds: float, driver_dsn: str | None = None
         return done / (time.perf_counter() - start)
 
 
-def bench_bulk_enqueue(dsn: str, batches: int, size: int = 10_000) -> float:
+def bench_bulk_enqueue(dsn: str, batches: int, size: int = 10_000, driver_dsn: str | None = None) -> float:
+    """Rows/s of ``batches`` enqueue_jobs calls of ``size`` jobs (``driver_dsn``: as another role)."""
     reset(dsn)
     payload = bulk_payload(size)
-    with connect(dsn) as conn:
+    with connect(driver_dsn or dsn) as conn:
         start = time.perf_counter()
         for _ in range(batches):
             conn.execute("SELECT count(*) FROM pgrun.enqueue_jobs(%s)", (payload,))
