@@ -1,0 +1,103 @@
+"""What a claim costs when ready jobs it may not take sit ahead of the ones it may.
+
+claim_jobs walks jobs_claim_idx (priority, run_at, id) in order and reads each row's queue and
+job type from the table: jobs of another queue or type than the claimer asked for, of a paused
+type, or of a capped type at its cap, are read and passed over, one by one. With many of them
+ahead (a better priority, an earlier run_at) every claim pays for all of them.
+
+Each case starts from an empty jobs table: 200 ready jobs the claimer may take (type own.job,
+queue default, priority 100), then --ahead ready jobs ahead of them (priority 10) that it may
+not take, then ANALYZE; then --claims claims of up to 10 jobs, timed from the client, the
+first three not counted. Cases: nothing ahead (the baseline); another job type, the claimer
+filtering on its own; a paused type, no filter; another queue, the claimer filtering on its own.
+
+Usage: python bench/claim_filter_bench.py [--ahead N] [--claims N] [--fast]
+Without DATABASE_URL it starts an embedded server (durable settings unless --fast).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from psycopg.types.json import Jsonb
+
+from jobs_bench import connect, reset, server
+from pgrun import migrate
+from pgrun import queries as q
+from pgrun.testing import scratch_database
+
+
+def load(dsn: str, count: int, job_type: str, queue: str, priority: int) -> None:
+    with connect(dsn) as conn:
+        for start in range(0, count, 10_000):
+            jobs = [
+                {"job_type": job_type, "queue": queue, "priority": priority}
+                for _ in range(min(10_000, count - start))
+            ]
+            conn.execute("SELECT count(*) FROM pgrun.enqueue_jobs(%s)", (Jsonb(jobs),))
+
+
+def claim_ms(dsn: str, claims: int, **filters: Any) -> float:
+    params = {"worker_id": "bench", "lease_seconds": 60, "max_jobs": 10, "queues": None, "job_types": None}
+    params.update(filters)
+    times = []
+    with connect(dsn) as conn:
+        for _ in range(claims):
+            start = time.perf_counter()
+            rows = conn.execute(q.CLAIM_JOBS, params, prepare=True).fetchall()
+            times.append(time.perf_counter() - start)
+            assert len(rows) == 10, f"claimed {len(rows)}, not 10: the case ran out of jobs"
+    return statistics.median(times[3:]) * 1000
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--ahead", type=int, default=100_000)
+    parser.add_argument("--claims", type=int, default=18)
+    parser.add_argument("--fast", action="store_true", help="embedded server without fsync")
+    args = parser.parse_args()
+    cases = [
+        ("nothing ahead", None, {"job_types": ["own.job"]}),
+        (
+            "another job type ahead, claimer filters on its type",
+            ("other.job", "default"),
+            {"job_types": ["own.job"]},
+        ),
+        ("a paused type ahead, no filter", ("paused.job", "default"), {}),
+        ("another queue ahead, claimer filters on its queue", ("own.job", "bulk"), {"queues": ["default"]}),
+    ]
+    results = {}
+    with server(args.fast) as admin, scratch_database(admin, prefix="pgrun_claim_filter") as dsn:
+        migrate.migrate(dsn)
+        for label, ahead, filters in cases:
+            reset(dsn)
+            with connect(dsn) as conn:
+                conn.execute("DELETE FROM pgrun.job_runtime_configs")
+                conn.execute("SELECT pgrun.set_job_runtime_config('paused.job', paused => true)")
+            load(dsn, 200, "own.job", "default", 100)
+            if ahead is not None:
+                load(dsn, args.ahead, ahead[0], ahead[1], 10)
+            with connect(dsn) as conn:
+                conn.execute("ANALYZE pgrun.jobs")
+            results[label] = claim_ms(dsn, args.claims, **filters)
+            print(f"{label}: {results[label]:.2f} ms", flush=True)
+    base = results["nothing ahead"]
+    print()
+    print(f"| case ({args.ahead:,} jobs ahead) | claim of 10, median ms | vs nothing ahead |")
+    print("|---|---:|---:|")
+    for label, ms in results.items():
+        print(f"| {label} | {ms:.2f} | {ms / base:.1f}x |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
