@@ -294,7 +294,8 @@ AS $$
         j.id, j.job_type, j.queue, j.priority, j.status, j.run_at, j.attempt, j.total_attempts,
         j.max_attempts, j.timeout_seconds, j.worker_id, j.lease_expires_at, j.heartbeat_at,
         j.cancel_requested_at, j.cancel_reason, j.step, j.error_code,
-        pgrun._job_attempt_error_message(j.id, j.error_attempt),
+        -- a function call per row (a read of job_events, not inlinable): only for jobs that failed
+        CASE WHEN j.error_attempt IS NOT NULL THEN pgrun._job_attempt_error_message(j.id, j.error_attempt) END,
         j.organization_id, j.idempotency_key, j.workflow_run_id, j.workflow_step_key, j.schedule_id,
         j.created_at, j.updated_at, j.started_at, j.finished_at, j.id
     FROM pgrun._job_list(
