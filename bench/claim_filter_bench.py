@@ -26,22 +26,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from psycopg.types.json import Jsonb
-
-from jobs_bench import connect, reset, server
+from jobs_bench import connect, load_ready, reset, server
 from pgrun import migrate
 from pgrun import queries as q
 from pgrun.testing import scratch_database
-
-
-def load(dsn: str, count: int, job_type: str, queue: str, priority: int) -> None:
-    with connect(dsn) as conn:
-        for start in range(0, count, 10_000):
-            jobs = [
-                {"job_type": job_type, "queue": queue, "priority": priority}
-                for _ in range(min(10_000, count - start))
-            ]
-            conn.execute("SELECT count(*) FROM pgrun.enqueue_jobs(%s)", (Jsonb(jobs),))
 
 
 def claim_ms(dsn: str, claims: int, **filters: Any) -> float:
@@ -78,14 +66,13 @@ def main() -> int:
     results = {}
     with server(args.fast) as admin, scratch_database(admin, prefix="pgrun_claim_filter") as dsn:
         migrate.migrate(dsn)
+        with connect(dsn) as conn:  # reset() keeps job_runtime_configs: paused in every case
+            conn.execute("SELECT pgrun.set_job_runtime_config('paused.job', paused => true)")
         for label, ahead, filters in cases:
             reset(dsn)
-            with connect(dsn) as conn:
-                conn.execute("DELETE FROM pgrun.job_runtime_configs")
-                conn.execute("SELECT pgrun.set_job_runtime_config('paused.job', paused => true)")
-            load(dsn, 200, "own.job", "default", 100)
+            load_ready(dsn, 200, "own.job", queue="default", priority=100)
             if ahead is not None:
-                load(dsn, args.ahead, ahead[0], ahead[1], 10)
+                load_ready(dsn, args.ahead, ahead[0], queue=ahead[1], priority=10)
             with connect(dsn) as conn:
                 conn.execute("ANALYZE pgrun.jobs")
             results[label] = claim_ms(dsn, args.claims, **filters)

@@ -97,8 +97,9 @@ def checkpoint(dsn: str) -> None:
             print("note: no CHECKPOINT privilege; measures start wherever the last checkpoint left them")
 
 
-def bulk_payload(count: int, job_type: str = "bench.noop") -> Jsonb:
-    return Jsonb([{"job_type": job_type, "payload": {"n": i}} for i in range(count)])
+def bulk_payload(count: int, job_type: str = "bench.noop", **fields: Any) -> Jsonb:
+    """``count`` enqueue_jobs elements of ``job_type``, each with ``fields`` (queue, priority, ...)."""
+    return Jsonb([{"job_type": job_type, "payload": {"n": i}, **fields} for i in range(count)])
 
 
 def bench_single_enqueue(dsn: str, seconds: float, driver_dsn: str | None = None) -> float:
@@ -129,12 +130,12 @@ def bench_bulk_enqueue(dsn: str, batches: int, size: int = 10_000, driver_dsn: s
         return batches * size / (time.perf_counter() - start)
 
 
-def load_ready(dsn: str, count: int) -> None:
+def load_ready(dsn: str, count: int, job_type: str = "bench.noop", **fields: Any) -> None:
+    """Enqueue ``count`` ready jobs, 10,000 per enqueue_jobs call (``fields`` as bulk_payload's)."""
     with connect(dsn) as conn:
         for start in range(0, count, 10_000):
-            conn.execute(
-                "SELECT count(*) FROM pgrun.enqueue_jobs(%s)", (bulk_payload(min(10_000, count - start)),)
-            )
+            payload = bulk_payload(min(10_000, count - start), job_type, **fields)
+            conn.execute("SELECT count(*) FROM pgrun.enqueue_jobs(%s)", (payload,))
 
 
 # The cycle's two statements, as the driver prepares them. Both speak binary: the claimed ids

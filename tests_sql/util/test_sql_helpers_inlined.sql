@@ -1,11 +1,12 @@
 -- Which of pgrun's LANGUAGE sql functions PostgreSQL inlines into the statements that call
--- them (the SECURITY DEFINER ones are the API, called by clients, never inlined). An inlined helper costs nothing of its own; one that is not is a function call whose
--- body is parsed and planned again in every statement (every call, under plpgsql), tens of
--- microseconds each. PostgreSQL does not inline a sql function that is SECURITY DEFINER or
--- has a SET clause, whose body reads a table in a scalar position, or that is declared
--- IMMUTABLE while its body is not (pgrun._enqueue_run_at was, and cost a single enqueue ~40 us
--- and a 10,000-job enqueue_jobs a fifth of its time). This file pins the list of those not
--- inlined: a new helper is inlined, or joins the list here with its reason.
+-- them (the SECURITY DEFINER ones are the API, called by clients, never inlined). An inlined
+-- helper costs nothing of its own; one that is not is a function call whose body is parsed and
+-- planned again in every statement (every call, under plpgsql). PostgreSQL does not inline a sql
+-- function that has a SET clause, whose body is a query (FROM, aggregates) in a scalar position,
+-- or that is declared IMMUTABLE while its body is not: pgrun._enqueue_run_at was, and with it
+-- single enqueue ran at 1 / 1.13 and enqueue_jobs at 1 / 1.21 of today's rate with fsync off
+-- (bench/inlining_bench.py). This file pins the list of those not inlined: a new helper is
+-- inlined, or joins the list here with its reason.
 --
 -- Each function is called in a generic statement: its arguments are columns of a subquery
 -- that cannot be flattened (OFFSET 0), so no call is folded into a constant at plan time; a
@@ -82,19 +83,19 @@ DROP FUNCTION pgrun._probe_not_inlined(integer);
 SELECT results_eq(
     $$SELECT s COLLATE "default" FROM pg_temp.not_inlined() AS s ORDER BY 1$$,
     $$VALUES
-        -- a scalar read of a table (role lookups), on the lease-lost error path only
+        -- a scalar query (the caller's role row); why a lease is lost, an error path only
         ('pgrun._caller_is_admin()'),
-        -- IMMUTABLE over format(), which is STABLE; raising an error only
+        -- a scalar query over the error registry; raising an error only
         ('pgrun._error_sqlstate(text)'),
-        -- a scalar read of job_events, per listed job (get_job, list_jobs)
+        -- a scalar read of job_events: get_job, and list_jobs for the jobs that failed
         ('pgrun._job_attempt_error_message(uuid,integer)'),
         -- a scalar read of job_definitions, only for results over 1 KiB
         ('pgrun._job_result_cap(text)'),
-        -- SET search_path; read by the security checks and the migration
+        -- SET search_path; read by the role-model checks and the migration
         ('pgrun._security_matrix()'),
-        -- IMMUTABLE over format(); DETAIL text of errors only
+        -- IMMUTABLE over format(), which is STABLE; the DETAIL text of errors only
         ('pgrun._shown(text)'),
-        -- IMMUTABLE over jsonb_build_object(), which is STABLE; a conflicting append only
+        -- a scalar query (aggregates over the two requests); the DETAIL of a conflicting request only
         ('pgrun._workflow_diff_requests(jsonb,jsonb)')$$,
     'the sql functions that are not inlined are exactly the listed ones'
 );
