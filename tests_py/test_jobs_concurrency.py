@@ -51,28 +51,32 @@ def run_threads(count: int, target: Callable[[int], None]) -> None:
         raise errors[0]
 
 
+def claim_and_complete_until_empty(
+    dsn: str, worker: str, claimed: list[str], max_jobs: int, job_types: list[str] | None = None
+) -> None:
+    """Claim batches (of ``job_types``, NULL: any) and complete each until a claim comes back
+    empty; every claimed id goes to ``claimed``."""
+    with connect(dsn) as conn:
+        while True:
+            rows = conn.execute(
+                "SELECT job_id, lease_token FROM pgrun.claim_jobs("
+                "worker_id => %s, lease_seconds => 60, max_jobs => %s, job_types => %s)",
+                (worker, max_jobs, job_types),
+            ).fetchall()
+            if not rows:
+                return
+            ids = [r[0] for r in rows]
+            claimed.extend(str(x) for x in ids)
+            conn.execute(
+                "SELECT count(*) FROM pgrun.complete_jobs(job_ids => %s, lease_tokens => %s)",
+                (ids, [r[1] for r in rows]),
+            )
+
+
 def test_eight_claimers_over_ten_thousand_jobs_claim_every_job_exactly_once(db: str) -> None:
     bulk_enqueue(db, 10_000)
     claimed: list[list[str]] = [[] for _ in range(8)]
-
-    def claimer(i: int) -> None:
-        with connect(db) as conn:
-            while True:
-                rows = conn.execute(
-                    "SELECT job_id, lease_token FROM pgrun.claim_jobs("
-                    "worker_id => %s, lease_seconds => 60, max_jobs => 50)",
-                    (f"worker-{i}",),
-                ).fetchall()
-                if not rows:
-                    return
-                ids = [r[0] for r in rows]
-                claimed[i].extend(str(x) for x in ids)
-                conn.execute(
-                    "SELECT count(*) FROM pgrun.complete_jobs(job_ids => %s, lease_tokens => %s)",
-                    (ids, [r[1] for r in rows]),
-                )
-
-    run_threads(8, claimer)
+    run_threads(8, lambda i: claim_and_complete_until_empty(db, f"worker-{i}", claimed[i], 50))
 
     everything = [job for part in claimed for job in part]
     duplicates = [job for job, n in Counter(everything).items() if n > 1]

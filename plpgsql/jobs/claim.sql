@@ -24,9 +24,14 @@
 --   3. in a new statement (READ COMMITTED: a fresh snapshot, which sees every claim the
 --      previous holder of the row committed) count the running jobs of each locked type
 --      (through jobs_lease_idx, the partial index over running jobs); its room is max_concurrency minus that count, and a full type is left out;
---   4. one claim statement with data-modifying CTEs: candidates from jobs_claim_idx with
---      FOR UPDATE SKIP LOCKED and LIMIT max_jobs, left-out types filtered; per capped
---      type at most its room of them are updated and returned.
+--   4. one claim statement with data-modifying CTEs: candidates from a walk of jobs_claim_idx
+--      in claim order that reads at most 4 x max_jobs + 100 entries, filters and left-out
+--      types applied, locked FOR UPDATE SKIP LOCKED, LIMIT max_jobs; when that walk comes
+--      back short because it stopped at its bound with a filter or a left-out type in play,
+--      the rest from one walk of jobs_claim_type_idx per (job type, queue) the claimer may
+--      take (a claim never pays for ready jobs it may not take, docs/lease-machine.md "Ready
+--      jobs a claim passes over"); per capped type at most its room of them are updated and
+--      returned.
 -- A batch may therefore hold fewer than max_jobs jobs when a capped type has more ready
 -- jobs at the head of the queue than room; its surplus stays queued for a later call.
 --
@@ -92,6 +97,8 @@ DECLARE
     v_rooms bigint[] := '{}'::bigint[];
     v_queues text[];
     v_job_types text[];
+    v_narrowed boolean;
+    v_walk integer;
 BEGIN
     PERFORM pgrun._lease_check_worker(claim_jobs.worker_id, claim_jobs.lease_seconds);
     IF claim_jobs.max_jobs IS NULL OR claim_jobs.max_jobs NOT BETWEEN 1 AND 1000 THEN
@@ -156,19 +163,145 @@ BEGIN
         );
     END IF;
 
+    -- The walk's bound: the claim itself plus what concurrent claimers of the same head hold
+    -- locked (a few batches), before the per-pair path takes over; that path only when some
+    -- ready job may be one this call cannot take.
+    v_walk := 4 * claim_jobs.max_jobs + 100;
+    v_narrowed := v_queues IS NOT NULL OR v_job_types IS NOT NULL OR cardinality(v_excluded) > 0;
+
     -- 4. The claim.
     RETURN QUERY
-    WITH candidates AS (
-        SELECT j.ctid AS tid, j.job_type, j.priority, j.run_at, j.id
-        FROM pgrun.jobs AS j
+    WITH RECURSIVE
+
+    -- 4a. The walk: jobs_claim_idx in claim order, at most v_walk index rows read (the
+    --     job's queue and type are read from the table, so a job the claimer may not take
+    --     costs a heap read); the rows it may take are found again by tuple id and locked
+    --     without waiting. Materialized: the steps below read it three times.
+    walk AS MATERIALIZED (
+        SELECT j.ctid AS tid, w.job_type, w.priority, w.run_at, w.id
+        FROM (
+            SELECT x.ctid AS tid, x.job_type, x.queue, x.priority, x.run_at, x.id
+            FROM pgrun.jobs AS x
+            WHERE x.status = 'queued' AND x.run_at <= v_now
+            ORDER BY x.priority, x.run_at, x.id
+            LIMIT v_walk
+        ) AS w
+        JOIN pgrun.jobs AS j ON j.ctid = w.tid
         WHERE j.status = 'queued'
-          AND j.run_at <= v_now
-          AND (v_queues IS NULL OR j.queue = ANY(v_queues))
-          AND (v_job_types IS NULL OR j.job_type = ANY(v_job_types))
-          AND j.job_type <> ALL(v_excluded)
-        ORDER BY j.priority, j.run_at, j.id
+          AND (v_queues IS NULL OR w.queue = ANY(v_queues))
+          AND (v_job_types IS NULL OR w.job_type = ANY(v_job_types))
+          AND w.job_type <> ALL(v_excluded)
+        ORDER BY w.priority, w.run_at, w.id
         LIMIT claim_jobs.max_jobs
         FOR UPDATE OF j SKIP LOCKED
+    ),
+
+    -- 4b. Only when the walk came back short because it stopped at its bound (v_walk ready
+    --     entries exist) and a filter or a left-out type is in play, so that the jobs it read
+    --     may have been ones this claimer cannot take; each test runs only when the one
+    --     before it holds (the count reads again what the walk read). Then the rest comes
+    --     from jobs_claim_type_idx. Its predicate (not running, not finished: queued, by the
+    --     jobs_finished_check constraint) is written so that the queries below cannot be
+    --     planned over jobs_claim_idx, whatever the statistics.
+    gate AS MATERIALIZED (
+        SELECT v_narrowed
+            AND (SELECT count(*) FROM walk) < claim_jobs.max_jobs
+            AND (
+                SELECT count(*)
+                FROM (
+                    SELECT 1
+                    FROM pgrun.jobs AS x
+                    WHERE x.status = 'queued' AND x.run_at <= v_now
+                    LIMIT v_walk
+                ) AS h
+            ) = v_walk AS past
+    ),
+
+    -- The job types to look at: the filter's, else every type with queued jobs (one descent
+    -- of jobs_claim_type_idx per type: a loose index scan), ...
+    every_type (job_type) AS (
+        (
+            SELECT x.job_type
+            FROM pgrun.jobs AS x
+            WHERE x.status <> 'running' AND x.finished_at IS NULL
+              AND v_job_types IS NULL
+              AND (SELECT g.past FROM gate AS g)
+            ORDER BY x.job_type
+            LIMIT 1
+        )
+        UNION ALL
+        SELECT n.job_type
+        FROM every_type AS t
+        CROSS JOIN LATERAL (
+            SELECT x.job_type
+            FROM pgrun.jobs AS x
+            WHERE x.status <> 'running' AND x.finished_at IS NULL AND x.job_type > t.job_type
+            ORDER BY x.job_type
+            LIMIT 1
+        ) AS n
+    ),
+
+    types (job_type) AS (
+        SELECT DISTINCT f.job_type
+        FROM unnest(v_job_types) AS f (job_type)
+        WHERE (SELECT g.past FROM gate AS g)
+        UNION ALL
+        SELECT t.job_type FROM every_type AS t
+    ),
+
+    -- ... the (job type, queue) pairs of those types that have queued jobs, paused and full
+    -- capped types left out (one descent per pair), ...
+    pairs (job_type, queue) AS (
+        SELECT f.job_type, f.queue
+        FROM types AS t
+        CROSS JOIN LATERAL (
+            SELECT x.job_type, x.queue
+            FROM pgrun.jobs AS x
+            WHERE x.status <> 'running' AND x.finished_at IS NULL AND x.job_type = t.job_type
+            ORDER BY x.queue
+            LIMIT 1
+        ) AS f
+        WHERE t.job_type <> ALL(v_excluded)
+        UNION ALL
+        SELECT n.job_type, n.queue
+        FROM pairs AS p
+        CROSS JOIN LATERAL (
+            SELECT x.job_type, x.queue
+            FROM pgrun.jobs AS x
+            WHERE x.status <> 'running' AND x.finished_at IS NULL AND x.job_type = p.job_type AND x.queue > p.queue
+            ORDER BY x.queue
+            LIMIT 1
+        ) AS n
+    ),
+
+    -- ... and of each pair it may take, the first ready jobs in claim order, locked without
+    -- waiting (its own walk of jobs_claim_type_idx, which reads no job of another pair);
+    -- the first of them all fill what the walk left. A pair's rows beyond those stay locked
+    -- until this transaction ends: at most (pairs - 1) x what was left, in this path only.
+    more AS (
+        SELECT m.tid, m.job_type, m.priority, m.run_at, m.id
+        FROM pairs AS p
+        CROSS JOIN LATERAL (
+            SELECT j.ctid AS tid, j.job_type, j.priority, j.run_at, j.id
+            FROM pgrun.jobs AS j
+            WHERE j.status <> 'running' AND j.finished_at IS NULL
+              AND j.job_type = p.job_type
+              AND j.queue = p.queue
+              AND j.run_at <= v_now
+              AND j.ctid <> ALL(ARRAY(SELECT w.tid FROM walk AS w))
+            ORDER BY j.priority, j.run_at, j.id
+            LIMIT claim_jobs.max_jobs - (SELECT count(*) FROM walk)
+            FOR UPDATE OF j SKIP LOCKED
+        ) AS m
+        WHERE v_queues IS NULL OR p.queue = ANY(v_queues)
+        ORDER BY m.priority, m.run_at, m.id
+        LIMIT claim_jobs.max_jobs - (SELECT count(*) FROM walk)
+    ),
+
+    candidates AS (
+        SELECT w.tid, w.job_type, w.priority, w.run_at, w.id FROM walk AS w
+        UNION ALL
+        SELECT m.tid, m.job_type, m.priority, m.run_at, m.id FROM more AS m
     ),
 
     -- Without a capped type in play every candidate is taken; the one-time filters keep
@@ -196,7 +329,10 @@ BEGIN
     -- race under-claims, never mis-claims: a queued row that another transaction updated
     -- (still queued) and committed after this statement's snapshot is locked in its newer
     -- version, which the snapshot cannot see; it stays queued and is released at commit. No
-    -- pgrun write updates a queued row that way today.
+    -- pgrun write updates a queued row that way today. The guard says "not claimed" as
+    -- lease_token IS NULL (a queued row's, by jobs_lease_check), not as status = 'queued':
+    -- that would let the planner walk jobs_claim_idx instead of the TID scan when the
+    -- statistics make the table look small.
     claimed AS (
         UPDATE pgrun.jobs AS j
         SET status = 'running',
@@ -209,7 +345,7 @@ BEGIN
             started_at = v_now,
             updated_at = v_now
         WHERE j.ctid = ANY(ARRAY(SELECT p.tid FROM picked AS p))
-          AND j.status = 'queued'
+          AND j.lease_token IS NULL
         RETURNING
             j.id, j.job_type, j.queue, j.priority, j.payload, j.attempt,
             coalesce(j.step_max_attempts, j.max_attempts) AS max_attempts, j.lease_token,
@@ -230,7 +366,9 @@ COMMENT ON FUNCTION pgrun.claim_jobs(text, integer, integer, text[], text[]) IS
 'Claim up to max_jobs (1..1000) ready jobs (status queued, run_at <= now) for worker_id, lowest priority '
 'number first, then run_at, then id, optionally only from the given queues and job types (NULL = any, '
 'an empty array = none). Paused types are skipped and per-type max_concurrency caps are never exceeded '
-'(a capped type another claimer is claiming at this instant is skipped for this call). Each job becomes '
+'(a capped type another claimer is claiming at this instant is skipped for this call). Ready jobs it may not '
+'take (another queue or type, a paused or full type) cost it a bounded read however many sit ahead of its '
+'own. Each job becomes '
 'running under a fresh lease_token that expires lease_seconds (1..86400) from now, attempt and '
 'total_attempts go up by one (job_attempts shows the running attempt); no event is written (the job row '
 'shows the claim, the event that ends the attempt records its start and worker). Returns one '

@@ -1,0 +1,122 @@
+"""A claim's cost does not depend on the ready jobs it may not take (docs/lease-machine.md,
+"Ready jobs a claim passes over"): with 20,000 of them ahead of its own (another job type,
+another queue, a paused type), a claim reads a bounded part of jobs_claim_idx and finds its
+jobs through jobs_claim_type_idx, with fresh statistics, with an empty table's statistics, and
+in a session whose plan was made while the table was empty. The counts are the server's own
+(pg_stat_get_xact_tuples_returned: index entries read by this transaction). Several claimers
+taking jobs through that path at once still take each job exactly once."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg.types.json import Jsonb
+
+from test_jobs_concurrency import claim_and_complete_until_empty, run_threads
+
+AHEAD = 20_000
+MAX_JOBS = 10
+WALK = 4 * MAX_JOBS + 100  # claim_jobs' bound on its walk of jobs_claim_idx
+
+CASES = {
+    # ahead: (job_type, queue) of the jobs ahead; filters: what the claimer asks for
+    "another job type": (("other.job", "default"), {"job_types": ["own.job"]}),
+    "another queue": (("own.job", "bulk"), {"queues": ["default"]}),
+    "a paused type": (("paused.job", "default"), {}),
+}
+
+CLAIM = "SELECT job_id FROM pgrun.claim_jobs(%(worker)s, 60, %(max_jobs)s, %(queues)s, %(job_types)s)"
+READS = (
+    "SELECT pg_stat_get_xact_tuples_returned('pgrun.jobs_claim_idx'::regclass),"
+    " pg_stat_get_xact_tuples_returned('pgrun.jobs_claim_type_idx'::regclass)"
+)
+
+
+def enqueue(conn: psycopg.Connection[Any], count: int, job_type: str, queue: str, priority: int) -> None:
+    for start in range(0, count, 10_000):
+        jobs = [
+            {"job_type": job_type, "queue": queue, "priority": priority, "payload": {"n": i}}
+            for i in range(start, min(count, start + 10_000))
+        ]
+        conn.execute("SELECT count(*) FROM pgrun.enqueue_jobs(%s)", (Jsonb(jobs),))
+
+
+def claim_params(worker: str, filters: dict[str, Any]) -> dict[str, Any]:
+    return {"worker": worker, "max_jobs": MAX_JOBS, "queues": None, "job_types": None, **filters}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("statistics", ["fresh", "of an empty table", "of an empty table, plan kept"])
+def test_a_claim_reads_a_bounded_part_of_the_jobs_it_may_not_take(
+    db: str, case: str, statistics: str
+) -> None:
+    (ahead_type, ahead_queue), filters = CASES[case]
+    with psycopg.connect(db, autocommit=True) as setup, psycopg.connect(db) as claimer:
+        setup.execute("SELECT pgrun.set_job_runtime_config('paused.job', paused => true)")
+        if statistics != "fresh":
+            setup.execute("ANALYZE pgrun.jobs")
+        if statistics.endswith("plan kept"):
+            # The session plans its claim on the empty table; the plan is generic and kept.
+            for _ in range(6):
+                assert claimer.execute(CLAIM, claim_params("me", filters)).fetchall() == []
+            claimer.commit()
+        enqueue(setup, MAX_JOBS * 3, "own.job", "default", 10)
+        enqueue(setup, AHEAD, ahead_type, ahead_queue, 0)
+        if statistics == "fresh":
+            setup.execute("ANALYZE pgrun.jobs")
+
+        for done in range(3):
+            before = claimer.execute(READS).fetchone()
+            assert before is not None
+            rows = claimer.execute(CLAIM, claim_params("me", filters)).fetchall()
+            after = claimer.execute(READS).fetchone()
+            assert after is not None
+            claimer.commit()
+            assert len(rows) == MAX_JOBS
+            walked, by_type = after[0] - before[0], after[1] - before[1]
+            # The walk and the count that tells it stopped at its bound; never the 20,000.
+            assert walked <= 2 * WALK, f"{walked} entries of jobs_claim_idx read"
+            # Its own pair's entries and the descents that find the pairs, plus the entries of
+            # the jobs earlier rounds claimed (dead, until a vacuum), read by three of the lookups.
+            limit = MAX_JOBS + 10 + 3 * MAX_JOBS * done
+            assert 0 < by_type <= limit, f"{by_type} entries of jobs_claim_type_idx read"
+        left = setup.execute(
+            "SELECT count(*) FROM pgrun.jobs WHERE status = 'queued' AND job_type = %s AND queue = %s",
+            (ahead_type, ahead_queue),
+        ).fetchone()
+        assert left == (AHEAD,), "a job the claimer may not take was touched"
+
+
+def test_claimers_past_the_walk_take_each_job_exactly_once(db: str) -> None:
+    """Eight claimers, each for one of two types, all behind 2,000 jobs of a paused type: most
+    of their claims go through the per-pair path, which locks rows it does not keep."""
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("SELECT pgrun.set_job_runtime_config('paused.job', paused => true)")
+        enqueue(conn, 2_000, "paused.job", "default", 0)
+        for job_type in ("a.job", "b.job"):
+            for queue in ("q1", "q2", "q3"):
+                enqueue(conn, 1_000, job_type, queue, 5)
+    claimed: list[list[str]] = [[] for _ in range(8)]
+    run_threads(
+        8,
+        lambda i: claim_and_complete_until_empty(
+            db, f"worker-{i}", claimed[i], 20, ["a.job" if i % 2 else "b.job"]
+        ),
+    )
+
+    everything = [job for part in claimed for job in part]
+    assert [job for job, n in Counter(everything).items() if n > 1] == []
+    assert len(everything) == 6_000
+    assert sum(1 for part in claimed if part) >= 4, "the claimers did not actually run side by side"
+    with psycopg.connect(db, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT job_type, status, count(*) FROM pgrun.jobs GROUP BY job_type, status ORDER BY job_type"
+        ).fetchall()
+    assert rows == [
+        ("a.job", "succeeded", 3_000),
+        ("b.job", "succeeded", 3_000),
+        ("paused.job", "queued", 2_000),
+    ]
