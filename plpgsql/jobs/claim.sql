@@ -25,13 +25,13 @@
 --      previous holder of the row committed) count the running jobs of each locked type
 --      (through jobs_lease_idx, the partial index over running jobs); its room is max_concurrency minus that count, and a full type is left out;
 --   4. one claim statement with data-modifying CTEs: candidates from a walk of jobs_claim_idx
---      in claim order that reads at most 4 x max_jobs + 100 entries, filters and left-out
---      types applied, locked FOR UPDATE SKIP LOCKED, LIMIT max_jobs; when that walk comes
---      back short because it stopped at its bound with a filter or a left-out type in play,
---      the rest from one walk of jobs_claim_type_idx per (job type, queue) the claimer may
---      take (a claim never pays for ready jobs it may not take, docs/lease-machine.md "Ready
---      jobs a claim passes over"); per capped type at most its room of them are updated and
---      returned.
+--      in claim order, filters and left-out types applied, locked FOR UPDATE SKIP LOCKED,
+--      LIMIT max_jobs; with a filter or a left-out type in play the walk reads at most
+--      4 x max_jobs + 100 entries, and when it comes back short at that bound, the rest
+--      comes from one walk of jobs_claim_type_idx per (job type, queue) the claimer may take
+--      (_lease_lock_by_pair, jobs/_claim_pairs.sql): a claim never pays for ready jobs it may
+--      not take (docs/lease-machine.md "Ready jobs a claim passes over"); per capped type at
+--      most its room of them are updated and returned.
 -- A batch may therefore hold fewer than max_jobs jobs when a capped type has more ready
 -- jobs at the head of the queue than room; its surplus stays queued for a later call.
 --
@@ -171,131 +171,73 @@ BEGIN
 
     -- 4. The claim.
     RETURN QUERY
-    WITH RECURSIVE
+    WITH
 
-    -- 4a. The walk: jobs_claim_idx in claim order, at most v_walk index rows read (the
-    --     job's queue and type are read from the table, so a job the claimer may not take
-    --     costs a heap read); the rows it may take are found again by tuple id and locked
-    --     without waiting. Materialized: the steps below read it three times.
+    -- 4a. The walk: jobs_claim_idx in claim order, the claimer's filters and left-out types
+    --     applied to each entry's row, the rows it may take locked without waiting, until
+    --     max_jobs are. When some ready job may be one this claimer cannot take (v_narrowed),
+    --     the walk reads at most v_walk entries: those rows are read in a subquery and the
+    --     ones it may take found again by tuple id and locked (a second read of each, the
+    --     price of the bound); otherwise every ready job is one it may take and the plain
+    --     walk stops after max_jobs. One-time filters run exactly one of the two.
+    --     Materialized: the steps below read it four times.
     walk AS MATERIALIZED (
-        SELECT j.ctid AS tid, w.job_type, w.priority, w.run_at, w.id
+        SELECT a.tid, a.job_type, a.priority, a.run_at, a.id
         FROM (
-            SELECT x.ctid AS tid, x.job_type, x.queue, x.priority, x.run_at, x.id
-            FROM pgrun.jobs AS x
-            WHERE x.status = 'queued' AND x.run_at <= v_now
-            ORDER BY x.priority, x.run_at, x.id
-            LIMIT v_walk
-        ) AS w
-        JOIN pgrun.jobs AS j ON j.ctid = w.tid
-        WHERE j.status = 'queued'
-          AND (v_queues IS NULL OR w.queue = ANY(v_queues))
-          AND (v_job_types IS NULL OR w.job_type = ANY(v_job_types))
-          AND w.job_type <> ALL(v_excluded)
-        ORDER BY w.priority, w.run_at, w.id
-        LIMIT claim_jobs.max_jobs
-        FOR UPDATE OF j SKIP LOCKED
-    ),
-
-    -- 4b. Only when the walk came back short because it stopped at its bound (v_walk ready
-    --     entries exist) and a filter or a left-out type is in play, so that the jobs it read
-    --     may have been ones this claimer cannot take; each test runs only when the one
-    --     before it holds (the count reads again what the walk read). Then the rest comes
-    --     from jobs_claim_type_idx. Its predicate (not running, not finished: queued, by the
-    --     jobs_finished_check constraint) is written so that the queries below cannot be
-    --     planned over jobs_claim_idx, whatever the statistics.
-    gate AS MATERIALIZED (
-        SELECT v_narrowed
-            AND (SELECT count(*) FROM walk) < claim_jobs.max_jobs
-            AND (
-                SELECT count(*)
-                FROM (
-                    SELECT 1
-                    FROM pgrun.jobs AS x
-                    WHERE x.status = 'queued' AND x.run_at <= v_now
-                    LIMIT v_walk
-                ) AS h
-            ) = v_walk AS past
-    ),
-
-    -- The job types to look at: the filter's, else every type with queued jobs (one descent
-    -- of jobs_claim_type_idx per type: a loose index scan), ...
-    every_type (job_type) AS (
-        (
-            SELECT x.job_type
-            FROM pgrun.jobs AS x
-            WHERE x.status <> 'running' AND x.finished_at IS NULL
-              AND v_job_types IS NULL
-              AND (SELECT g.past FROM gate AS g)
-            ORDER BY x.job_type
-            LIMIT 1
-        )
-        UNION ALL
-        SELECT n.job_type
-        FROM every_type AS t
-        CROSS JOIN LATERAL (
-            SELECT x.job_type
-            FROM pgrun.jobs AS x
-            WHERE x.status <> 'running' AND x.finished_at IS NULL AND x.job_type > t.job_type
-            ORDER BY x.job_type
-            LIMIT 1
-        ) AS n
-    ),
-
-    types (job_type) AS (
-        SELECT DISTINCT f.job_type
-        FROM unnest(v_job_types) AS f (job_type)
-        WHERE (SELECT g.past FROM gate AS g)
-        UNION ALL
-        SELECT t.job_type FROM every_type AS t
-    ),
-
-    -- ... the (job type, queue) pairs of those types that have queued jobs, paused and full
-    -- capped types left out (one descent per pair), ...
-    pairs (job_type, queue) AS (
-        SELECT f.job_type, f.queue
-        FROM types AS t
-        CROSS JOIN LATERAL (
-            SELECT x.job_type, x.queue
-            FROM pgrun.jobs AS x
-            WHERE x.status <> 'running' AND x.finished_at IS NULL AND x.job_type = t.job_type
-            ORDER BY x.queue
-            LIMIT 1
-        ) AS f
-        WHERE t.job_type <> ALL(v_excluded)
-        UNION ALL
-        SELECT n.job_type, n.queue
-        FROM pairs AS p
-        CROSS JOIN LATERAL (
-            SELECT x.job_type, x.queue
-            FROM pgrun.jobs AS x
-            WHERE x.status <> 'running' AND x.finished_at IS NULL AND x.job_type = p.job_type AND x.queue > p.queue
-            ORDER BY x.queue
-            LIMIT 1
-        ) AS n
-    ),
-
-    -- ... and of each pair it may take, the first ready jobs in claim order, locked without
-    -- waiting (its own walk of jobs_claim_type_idx, which reads no job of another pair);
-    -- the first of them all fill what the walk left. A pair's rows beyond those stay locked
-    -- until this transaction ends: at most (pairs - 1) x what was left, in this path only.
-    more AS (
-        SELECT m.tid, m.job_type, m.priority, m.run_at, m.id
-        FROM pairs AS p
-        CROSS JOIN LATERAL (
             SELECT j.ctid AS tid, j.job_type, j.priority, j.run_at, j.id
             FROM pgrun.jobs AS j
-            WHERE j.status <> 'running' AND j.finished_at IS NULL
-              AND j.job_type = p.job_type
-              AND j.queue = p.queue
-              AND j.run_at <= v_now
-              AND j.ctid <> ALL(ARRAY(SELECT w.tid FROM walk AS w))
+            WHERE NOT v_narrowed AND j.status = 'queued' AND j.run_at <= v_now
             ORDER BY j.priority, j.run_at, j.id
-            LIMIT claim_jobs.max_jobs - (SELECT count(*) FROM walk)
+            LIMIT claim_jobs.max_jobs
             FOR UPDATE OF j SKIP LOCKED
+        ) AS a
+        UNION ALL
+        SELECT b.tid, b.job_type, b.priority, b.run_at, b.id
+        FROM (
+            SELECT j.ctid AS tid, w.job_type, w.priority, w.run_at, w.id
+            FROM (
+                SELECT x.ctid AS tid, x.job_type, x.queue, x.priority, x.run_at, x.id
+                FROM pgrun.jobs AS x
+                WHERE v_narrowed AND x.status = 'queued' AND x.run_at <= v_now
+                ORDER BY x.priority, x.run_at, x.id
+                LIMIT v_walk
+            ) AS w
+            JOIN pgrun.jobs AS j ON j.ctid = w.tid
+            WHERE j.status = 'queued'
+              AND (v_queues IS NULL OR w.queue = ANY(v_queues))
+              AND (v_job_types IS NULL OR w.job_type = ANY(v_job_types))
+              AND w.job_type <> ALL(v_excluded)
+            ORDER BY w.priority, w.run_at, w.id
+            LIMIT claim_jobs.max_jobs
+            FOR UPDATE OF j SKIP LOCKED
+        ) AS b
+    ),
+
+    -- 4b. Only when the walk came back short, stopped at its bound, with a filter or a
+    --     left-out type in play (each test runs only when the one before it holds): the jobs
+    --     it read may have been ones this claimer cannot take, and the rest comes from one
+    --     walk of jobs_claim_type_idx per (job type, queue) it may take, in a helper
+    --     (plpgsql/jobs/_claim_pairs.sql). A function call: the common claim does not set up
+    --     that path's plan.
+    more AS (
+        SELECT
+            m.r_tid AS tid, m.r_job_type AS job_type, m.r_priority AS priority, m.r_run_at AS run_at,
+            m.r_id AS id
+        FROM pgrun._lease_lock_by_pair(
+            v_now,
+            claim_jobs.max_jobs - (SELECT count(*) FROM walk)::integer,
+            ARRAY(SELECT w.tid FROM walk AS w),
+            v_queues,
+            v_job_types,
+            v_excluded
         ) AS m
-        WHERE v_queues IS NULL OR p.queue = ANY(v_queues)
-        ORDER BY m.priority, m.run_at, m.id
-        LIMIT claim_jobs.max_jobs - (SELECT count(*) FROM walk)
+        WHERE v_narrowed
+          AND (SELECT count(*) FROM walk) < claim_jobs.max_jobs
+          -- stopped at its bound: v_walk ready entries exist (read again, up to v_walk)
+          AND (
+              SELECT count(*)
+              FROM (SELECT 1 FROM pgrun.jobs AS x WHERE x.status = 'queued' AND x.run_at <= v_now LIMIT v_walk) AS h
+          ) = v_walk
     ),
 
     candidates AS (
