@@ -77,9 +77,13 @@ def run_rounds(
     batches: int,
     samples: dict[str, dict[str, list[float]]],
 ) -> None:
-    """Alternating rounds: every setup once per round, so drift falls on all of them alike."""
+    """Alternating rounds: every setup once per round, so drift falls on all of them alike; the
+    order rotates by one setup each round, so no setup always runs after the same one (whose
+    vacuum and checkpoint work may still be going on)."""
+    names = list(setups)
     for n in range(rounds):
-        for name, (dsn, producer, worker) in setups.items():
+        for name in names[n % len(names) :] + names[: n % len(names)]:
+            dsn, producer, worker = setups[name]
             enqueue = bench_single_enqueue(dsn, seconds, driver_dsn=producer)
             bulk = bench_bulk_enqueue(dsn, batches, driver_dsn=producer)
             cycle = bench_cycle(dsn, 100, jobs, driver_dsn=worker)
