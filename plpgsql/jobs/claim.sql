@@ -271,10 +271,11 @@ BEGIN
     -- race under-claims, never mis-claims: a queued row that another transaction updated
     -- (still queued) and committed after this statement's snapshot is locked in its newer
     -- version, which the snapshot cannot see; it stays queued and is released at commit. No
-    -- pgrun write updates a queued row that way today. The guard says "not claimed" as
-    -- lease_token IS NULL (a queued row's, by jobs_lease_check), not as status = 'queued':
-    -- that would let the planner walk jobs_claim_idx instead of the TID scan when the
-    -- statistics make the table look small.
+    -- pgrun write updates a queued row that way today. The guard says "queued" as "not
+    -- leased and not finished" (the same rows, by jobs_lease_check and jobs_finished_check),
+    -- not as status = 'queued', and matches no partial index's predicate: status = 'queued'
+    -- would let the planner walk jobs_claim_idx instead of the TID scan when the statistics
+    -- make the table look small.
     claimed AS (
         UPDATE pgrun.jobs AS j
         SET status = 'running',
@@ -288,6 +289,7 @@ BEGIN
             updated_at = v_now
         WHERE j.ctid = ANY(ARRAY(SELECT p.tid FROM picked AS p))
           AND j.lease_token IS NULL
+          AND j.finished_at IS NULL
         RETURNING
             j.id, j.job_type, j.queue, j.priority, j.payload, j.attempt,
             coalesce(j.step_max_attempts, j.max_attempts) AS max_attempts, j.lease_token,
