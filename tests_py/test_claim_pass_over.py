@@ -120,3 +120,38 @@ def test_claimers_past_the_walk_take_each_job_exactly_once(db: str) -> None:
         ("b.job", "succeeded", 3_000),
         ("paused.job", "queued", 2_000),
     ]
+
+
+def test_rows_the_per_pair_step_locks_and_does_not_keep_are_free_once_the_claim_commits(db: str) -> None:
+    """The per-pair step locks up to what is left in every pair and keeps the first of them all:
+    the rest stay locked, not claimed, until the claim's transaction ends. Another claimer passes
+    over them meanwhile (SKIP LOCKED) and takes them once it has ended."""
+    with psycopg.connect(db, autocommit=True) as setup:
+        setup.execute("SELECT pgrun.set_job_runtime_config('paused.job', paused => true)")
+        enqueue(setup, 200, "paused.job", "default", 0)  # ahead of the walk's bound (4 x 2 + 100)
+        enqueue(setup, 3, "own.job", "q1", 5)
+        enqueue(setup, 3, "own.job", "q2", 5)
+        ids = {
+            queue: [
+                r[0]
+                for r in setup.execute(
+                    "SELECT id FROM pgrun.jobs WHERE queue = %s ORDER BY priority, run_at, id", (queue,)
+                ).fetchall()
+            ]
+            for queue in ("q1", "q2")
+        }
+    claim = "SELECT job_id FROM pgrun.claim_jobs(%s, 60, %s, NULL, '{own.job}')"
+    with psycopg.connect(db) as first, psycopg.connect(db, autocommit=True) as second:
+        taken = [r[0] for r in first.execute(claim, ("first", 2)).fetchall()]
+        assert taken == ids["q1"][:2], "the first two in claim order (q1's were enqueued first)"
+        # q2's first two are locked by the open claim without being claimed: passed over.
+        meanwhile = {r[0] for r in second.execute(claim, ("second", 10)).fetchall()}
+        assert meanwhile == {ids["q1"][2], ids["q2"][2]}
+        first.commit()
+        after = {r[0] for r in second.execute(claim, ("second", 10)).fetchall()}
+        assert after == set(ids["q2"][:2])
+        rows = second.execute(
+            "SELECT worker_id, count(*) FROM pgrun.jobs WHERE job_type = 'own.job' "
+            "AND status = 'running' GROUP BY worker_id ORDER BY worker_id"
+        ).fetchall()
+    assert rows == [("first", 2), ("second", 4)]
