@@ -25,19 +25,17 @@ import statistics
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import jobs_bench
-from jobs_bench import bench_cycle, connect, reset, server
+from jobs_bench import CLAIM_OWN_TYPE, bench_cycle, connect, print_switched, reset, server, switched_rounds
 from pgrun import migrate
 from pgrun.testing import scratch_database
 
 ROOT = Path(__file__).resolve().parent.parent
 CLAIM_FILE = "plpgsql/jobs/claim.sql"
-UNFILTERED = jobs_bench.CLAIM
-FILTERED = UNFILTERED.replace(b"max_jobs => $2::int4)", b"max_jobs => $2::int4, job_types => '{bench.noop}')")
 
 
 def idle_claim_ms(dsn: str, samples: int) -> float:
@@ -75,36 +73,24 @@ def main() -> int:
         ).stdout,
         "head": (ROOT / CLAIM_FILE).read_text(),
     }
-    measures = ("cycle, unfiltered", "cycle, type filter", "idle claim ms")
-    results: dict[str, dict[str, list[float]]] = {b: {m: [] for m in measures} for b in bodies}
     with server(args.fast) as admin, scratch_database(admin, prefix="pgrun_claim_body") as dsn:
         migrate.migrate(dsn)
-        names = list(bodies)
-        for n in range(args.rounds):
-            for name in names if n % 2 == 0 else names[::-1]:
-                with connect(dsn) as conn:
-                    conn.execute(bodies[name])
-                got = results[name]
-                jobs_bench.CLAIM = UNFILTERED  # read by the forked cycle processes
-                got["cycle, unfiltered"].append(bench_cycle(dsn, 100, args.jobs))
-                jobs_bench.CLAIM = FILTERED
-                got["cycle, type filter"].append(bench_cycle(dsn, 100, args.jobs))
-                got["idle claim ms"].append(idle_claim_ms(dsn, args.samples))
-                print(
-                    f"round {n + 1} {name}: " + ", ".join(f"{m} {got[m][-1]:.2f}" for m in measures),
-                    flush=True,
-                )
-        with connect(dsn) as conn:
-            conn.execute(bodies["head"])
-    print()
-    print("| claim_jobs | " + " | ".join(measures) + " |")
-    print("|---|" + "---:|" * len(measures))
-    for name in names:
-        values = [statistics.median(results[name][m]) for m in measures]
-        print(f"| {name} | {values[0]:,.0f} | {values[1]:,.0f} | {values[2]:.2f} |")
-    base, head = names
-    ratios = [statistics.median(results[head][m]) / statistics.median(results[base][m]) for m in measures]
-    print("| head / base | " + " | ".join(f"{r:.3f}" for r in ratios) + " |")
+
+        def switch(body: str) -> None:
+            with connect(dsn) as conn:
+                conn.execute(body)
+
+        base, head = bodies
+        results = switched_rounds(
+            args.rounds,
+            {name: partial(switch, body) for name, body in bodies.items()},
+            {
+                "cycle, unfiltered": lambda: bench_cycle(dsn, 100, args.jobs),
+                "cycle, type filter": lambda: bench_cycle(dsn, 100, args.jobs, claim=CLAIM_OWN_TYPE),
+                "idle claim ms": lambda: idle_claim_ms(dsn, args.samples),
+            },
+        )
+    print_switched(results, over=(head, base))
     return 0
 
 

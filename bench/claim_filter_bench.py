@@ -2,8 +2,10 @@
 
 claim_jobs walks jobs_claim_idx (priority, run_at, id) in order and reads each row's queue and
 job type from the table: jobs of another queue or type than the claimer asked for, of a paused
-type, or of a capped type at its cap, are read and passed over, one by one. With many of them
-ahead (a better priority, an earlier run_at) every claim pays for all of them.
+type, or of a capped type at its cap, are read and passed over. Until sql/0020 a claim read all
+of them when many sat ahead (a better priority, an earlier run_at); now the walk stops at its
+bound and the rest comes from jobs_claim_type_idx, so every case should read about the same as
+nothing ahead (docs/lease-machine.md, "Ready jobs a claim passes over").
 
 Each case starts from an empty jobs table: 200 ready jobs the claimer may take (type own.job,
 queue default, priority 100), then --ahead ready jobs ahead of them (priority 10) that it may

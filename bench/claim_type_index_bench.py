@@ -16,21 +16,22 @@ Without DATABASE_URL it starts an embedded server (durable settings unless --fas
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from jobs_bench import bench_bulk_enqueue, bench_cycle, checkpoint, connect, server
+from jobs_bench import (
+    bench_bulk_enqueue,
+    bench_cycle,
+    checkpoint,
+    connect,
+    print_switched,
+    server,
+    switched_rounds,
+)
 from pgrun import migrate
 from pgrun.testing import scratch_database
-
-INDEX = (
-    "CREATE INDEX jobs_claim_type_idx ON pgrun.jobs (job_type, queue, priority, run_at, id) "
-    "WHERE status <> 'running' AND finished_at IS NULL"
-)
-SIDES = ("with the index", "without")
 
 
 def main() -> int:
@@ -42,32 +43,29 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=200_000)
     parser.add_argument("--fast", action="store_true", help="embedded server without fsync")
     args = parser.parse_args()
-    bulk: dict[str, list[float]] = {side: [] for side in SIDES}
-    cycle: dict[str, list[float]] = {side: [] for side in SIDES}
     with server(args.fast) as admin, scratch_database(admin, prefix="pgrun_type_idx") as dsn:
         migrate.migrate(dsn)
-        for n in range(args.rounds):
-            for side in SIDES if n % 2 == 0 else SIDES[::-1]:
-                with connect(dsn) as conn:
-                    conn.execute("DROP INDEX IF EXISTS pgrun.jobs_claim_type_idx")
-                    if side == SIDES[0]:
-                        conn.execute(INDEX)
-                checkpoint(dsn)
-                bulk[side].append(bench_bulk_enqueue(dsn, args.batches))
-                cycle[side].append(bench_cycle(dsn, 100, args.jobs))
-                print(
-                    f"round {n + 1} {side}: bulk {bulk[side][-1]:.0f} rows/s, "
-                    f"cycle {cycle[side][-1]:.0f} jobs/s",
-                    flush=True,
-                )
-    print()
-    print("| | bulk enqueue rows/s | batch-100 cycle jobs/s |")
-    print("|---|---:|---:|")
-    for side in SIDES:
-        print(f"| {side} | {statistics.median(bulk[side]):,.0f} | {statistics.median(cycle[side]):,.0f} |")
-    ratio_bulk = statistics.median(bulk[SIDES[0]]) / statistics.median(bulk[SIDES[1]])
-    ratio_cycle = statistics.median(cycle[SIDES[0]]) / statistics.median(cycle[SIDES[1]])
-    print(f"| with / without | {ratio_bulk:.3f} | {ratio_cycle:.3f} |")
+        with connect(dsn) as conn:  # the index exactly as the schema defines it
+            row = conn.execute("SELECT pg_get_indexdef('pgrun.jobs_claim_type_idx'::regclass)").fetchone()
+        assert row is not None
+        index = row[0]
+
+        def switch(present: bool) -> None:
+            with connect(dsn) as conn:
+                conn.execute("DROP INDEX IF EXISTS pgrun.jobs_claim_type_idx")
+                if present:
+                    conn.execute(index)
+            checkpoint(dsn)
+
+        results = switched_rounds(
+            args.rounds,
+            {"with the index": lambda: switch(True), "without": lambda: switch(False)},
+            {
+                "bulk enqueue rows/s": lambda: bench_bulk_enqueue(dsn, args.batches),
+                "batch-100 cycle jobs/s": lambda: bench_cycle(dsn, 100, args.jobs),
+            },
+        )
+    print_switched(results, over=("with the index", "without"))
     return 0
 
 

@@ -15,13 +15,22 @@ Without DATABASE_URL it starts an embedded server (durable settings unless --fas
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from jobs_bench import bench_bulk_enqueue, bench_single_enqueue, checkpoint, connect, server
+from jobs_bench import (
+    bench_bulk_enqueue,
+    bench_single_enqueue,
+    checkpoint,
+    connect,
+    print_switched,
+    server,
+    switched_rounds,
+)
 from pgrun import migrate
 from pgrun.testing import scratch_database
 
@@ -38,38 +47,33 @@ def main() -> int:
     parser.add_argument("--batches", type=int, default=3)
     parser.add_argument("--fast", action="store_true", help="embedded server without fsync")
     args = parser.parse_args()
-    single: dict[str, list[float]] = {d: [] for d in DECLARATIONS}
-    bulk: dict[str, list[float]] = {d: [] for d in DECLARATIONS}
     with server(args.fast) as admin, scratch_database(admin, prefix="pgrun_inline") as dsn:
         migrate.migrate(dsn)
-        try:
-            for n in range(args.rounds):
-                for declaration in DECLARATIONS:
-                    with connect(dsn) as conn:
-                        conn.execute(f"ALTER FUNCTION {HELPER} {declaration}")
-                    checkpoint(dsn)
-                    single[declaration].append(bench_single_enqueue(dsn, args.seconds))
-                    checkpoint(dsn)
-                    bulk[declaration].append(bench_bulk_enqueue(dsn, args.batches))
-                    print(
-                        f"round {n + 1} {declaration}: single {single[declaration][-1]:.0f}/s, "
-                        f"bulk {bulk[declaration][-1]:.0f} rows/s",
-                        flush=True,
-                    )
-        finally:
+
+        def declare(declaration: str) -> None:
             with connect(dsn) as conn:
-                conn.execute(f"ALTER FUNCTION {HELPER} STABLE")
-    print()
-    print("| declaration | single enqueue /s | bulk enqueue rows/s |")
-    print("|---|---:|---:|")
-    for declaration in DECLARATIONS:
-        print(
-            f"| {declaration} | {statistics.median(single[declaration]):,.0f} "
-            f"| {statistics.median(bulk[declaration]):,.0f} |"
-        )
-    ratio_single = statistics.median(single["STABLE"]) / statistics.median(single["IMMUTABLE"])
-    ratio_bulk = statistics.median(bulk["STABLE"]) / statistics.median(bulk["IMMUTABLE"])
-    print(f"| STABLE / IMMUTABLE | {ratio_single:.3f} | {ratio_bulk:.3f} |")
+                conn.execute(f"ALTER FUNCTION {HELPER} {declaration}")
+
+        def from_checkpoint(measure: Callable[[], float]) -> float:
+            checkpoint(dsn)
+            return measure()
+
+        try:
+            results = switched_rounds(
+                args.rounds,
+                {d: partial(declare, d) for d in DECLARATIONS},
+                {
+                    "single enqueue /s": lambda: from_checkpoint(
+                        lambda: bench_single_enqueue(dsn, args.seconds)
+                    ),
+                    "bulk enqueue rows/s": lambda: from_checkpoint(
+                        lambda: bench_bulk_enqueue(dsn, args.batches)
+                    ),
+                },
+            )
+        finally:
+            declare("STABLE")
+    print_switched(results, over=("STABLE", "IMMUTABLE"))
     return 0
 
 

@@ -97,6 +97,47 @@ def checkpoint(dsn: str) -> None:
             print("note: no CHECKPOINT privilege; measures start wherever the last checkpoint left them")
 
 
+def switched_rounds(
+    rounds: int, sides: dict[str, Callable[[], None]], measures: dict[str, Callable[[], float]]
+) -> dict[str, dict[str, list[float]]]:
+    """An A/B on one database: every round switches to each side in turn (``sides[name]()``,
+    the order alternating between rounds) and takes every measure there; returns each side's
+    samples per measure."""
+    results: dict[str, dict[str, list[float]]] = {side: {m: [] for m in measures} for side in sides}
+    names = list(sides)
+    for n in range(rounds):
+        for side in names if n % 2 == 0 else names[::-1]:
+            sides[side]()
+            got = results[side]
+            for name, measure in measures.items():
+                got[name].append(measure())
+            print(
+                f"round {n + 1} {side}: " + ", ".join(f"{m} {got[m][-1]:,.2f}" for m in measures), flush=True
+            )
+    return results
+
+
+def print_switched(results: dict[str, dict[str, list[float]]], over: tuple[str, str]) -> None:
+    """The medians of switched_rounds as a markdown table, and the ratio of side ``over[0]``
+    over side ``over[1]`` per measure."""
+    sides = list(results)
+    measures = list(results[sides[0]])
+
+    def shown(value: float) -> str:
+        return f"{value:,.0f}" if value >= 100 else f"{value:.2f}"
+
+    print()
+    print("| | " + " | ".join(measures) + " |")
+    print("|---|" + "---:|" * len(measures))
+    for side in sides:
+        print(
+            f"| {side} | " + " | ".join(shown(statistics.median(results[side][m])) for m in measures) + " |"
+        )
+    top, bottom = over
+    ratios = [statistics.median(results[top][m]) / statistics.median(results[bottom][m]) for m in measures]
+    print(f"| {top} / {bottom} | " + " | ".join(f"{r:.3f}" for r in ratios) + " |")
+
+
 def bulk_payload(count: int, job_type: str = "bench.noop", **fields: Any) -> Jsonb:
     """``count`` enqueue_jobs elements of ``job_type``, each with ``fields`` (queue, priority, ...)."""
     return Jsonb([{"job_type": job_type, "payload": {"n": i}, **fields} for i in range(count)])
@@ -144,6 +185,10 @@ CLAIM = (
     b"SELECT count(*), array_agg(job_id), array_agg(lease_token) "
     b"FROM pgrun.claim_jobs(worker_id => $1::text, lease_seconds => 60, max_jobs => $2::int4)"
 )
+# The same claim with a job-type filter naming the loaded jobs' type, as the Python worker claims.
+CLAIM_OWN_TYPE = CLAIM.replace(
+    b"max_jobs => $2::int4)", b"max_jobs => $2::int4, job_types => '{bench.noop}')"
+)
 COMPLETE = (
     b"SELECT count(*) FILTER (WHERE outcome = 'succeeded') "
     b"FROM pgrun.complete_jobs(job_ids => $1::uuid[], lease_tokens => $2::uuid[])"
@@ -172,7 +217,7 @@ def _int8(result: psycopg.pq.abc.PGresult) -> int:
     return int.from_bytes(_value(result, 0), "big", signed=True)
 
 
-def _cycle_worker(dsn: str, i: int, batch: int, ready: Any, counts: Any) -> None:
+def _cycle_worker(dsn: str, i: int, batch: int, ready: Any, counts: Any, claim: bytes = CLAIM) -> None:
     """One connection's loop: claim a batch, complete it, until nothing is left.
 
     The loop talks to the server through psycopg's libpq layer (psycopg.pq), with prepared
@@ -186,7 +231,7 @@ def _cycle_worker(dsn: str, i: int, batch: int, ready: Any, counts: Any) -> None
     done = 0
     with connect(dsn) as conn:
         pgconn = conn.pgconn
-        _checked(pgconn.prepare(b"claim", CLAIM), psycopg.pq.ExecStatus.COMMAND_OK)
+        _checked(pgconn.prepare(b"claim", claim), psycopg.pq.ExecStatus.COMMAND_OK)
         _checked(pgconn.prepare(b"complete", COMPLETE), psycopg.pq.ExecStatus.COMMAND_OK)
         worker = f"bench-{i}".encode()
         size = batch.to_bytes(4, "big")
@@ -203,18 +248,24 @@ def _cycle_worker(dsn: str, i: int, batch: int, ready: Any, counts: Any) -> None
 
 
 def bench_cycle(
-    dsn: str, batch: int, jobs: int, connections: int = 4, driver_dsn: str | None = None
+    dsn: str,
+    batch: int,
+    jobs: int,
+    connections: int = 4,
+    driver_dsn: str | None = None,
+    claim: bytes = CLAIM,
 ) -> float:
     """claim_jobs(max_jobs => batch) then complete_jobs on `connections` connections until empty.
 
     Each connection is driven by its own process, so the client's interpreter lock is not
     what is measured. The jobs are loaded through ``dsn`` (the owner); the cycle connects as
-    ``driver_dsn`` when given (a worker role)."""
+    ``driver_dsn`` when given (a worker role). ``claim`` is the claim statement, with CLAIM's
+    two parameters (e.g. CLAIM_OWN_TYPE)."""
     return timed_cycle(
         dsn,
         jobs,
         connections,
-        lambda i, ready, counts: _cycle_worker(driver_dsn or dsn, i, batch, ready, counts),
+        lambda i, ready, counts: _cycle_worker(driver_dsn or dsn, i, batch, ready, counts, claim),
     )
 
 
