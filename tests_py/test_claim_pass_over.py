@@ -13,9 +13,8 @@ from typing import Any
 
 import psycopg
 import pytest
-from psycopg.types.json import Jsonb
 
-from test_jobs_concurrency import claim_and_complete_until_empty, run_threads
+from test_jobs_concurrency import bulk_enqueue, claim_and_complete_until_empty, run_threads
 
 AHEAD = 20_000
 MAX_JOBS = 10
@@ -33,15 +32,6 @@ READS = (
     "SELECT pg_stat_get_xact_tuples_returned('pgrun.jobs_claim_idx'::regclass),"
     " pg_stat_get_xact_tuples_returned('pgrun.jobs_claim_type_idx'::regclass)"
 )
-
-
-def enqueue(conn: psycopg.Connection[Any], count: int, job_type: str, queue: str, priority: int) -> None:
-    for start in range(0, count, 10_000):
-        jobs = [
-            {"job_type": job_type, "queue": queue, "priority": priority, "payload": {"n": i}}
-            for i in range(start, min(count, start + 10_000))
-        ]
-        conn.execute("SELECT count(*) FROM pgrun.enqueue_jobs(%s)", (Jsonb(jobs),))
 
 
 def claim_params(worker: str, filters: dict[str, Any]) -> dict[str, Any]:
@@ -63,8 +53,8 @@ def test_a_claim_reads_a_bounded_part_of_the_jobs_it_may_not_take(
             for _ in range(6):
                 assert claimer.execute(CLAIM, claim_params("me", filters)).fetchall() == []
             claimer.commit()
-        enqueue(setup, MAX_JOBS * 3, "own.job", "default", 10)
-        enqueue(setup, AHEAD, ahead_type, ahead_queue, 0)
+        bulk_enqueue(db, MAX_JOBS * 3, "own.job", "default", 10)
+        bulk_enqueue(db, AHEAD, ahead_type, ahead_queue, 0)
         if statistics == "fresh":
             setup.execute("ANALYZE pgrun.jobs")
 
@@ -95,10 +85,10 @@ def test_claimers_past_the_walk_take_each_job_exactly_once(db: str) -> None:
     of their claims go through the per-pair path, which locks rows it does not keep."""
     with psycopg.connect(db, autocommit=True) as conn:
         conn.execute("SELECT pgrun.set_job_runtime_config('paused.job', paused => true)")
-        enqueue(conn, 2_000, "paused.job", "default", 0)
+        bulk_enqueue(db, 2_000, "paused.job", "default", 0)
         for job_type in ("a.job", "b.job"):
             for queue in ("q1", "q2", "q3"):
-                enqueue(conn, 1_000, job_type, queue, 5)
+                bulk_enqueue(db, 1_000, job_type, queue, 5)
     claimed: list[list[str]] = [[] for _ in range(8)]
     run_threads(
         8,
@@ -128,9 +118,9 @@ def test_rows_the_per_pair_step_locks_and_does_not_keep_are_free_once_the_claim_
     over them meanwhile (SKIP LOCKED) and takes them once it has ended."""
     with psycopg.connect(db, autocommit=True) as setup:
         setup.execute("SELECT pgrun.set_job_runtime_config('paused.job', paused => true)")
-        enqueue(setup, 200, "paused.job", "default", 0)  # ahead of the walk's bound (4 x 2 + 100)
-        enqueue(setup, 3, "own.job", "q1", 5)
-        enqueue(setup, 3, "own.job", "q2", 5)
+        bulk_enqueue(db, 200, "paused.job", "default", 0)  # ahead of the walk's bound (4 x 2 + 100)
+        bulk_enqueue(db, 3, "own.job", "q1", 5)
+        bulk_enqueue(db, 3, "own.job", "q2", 5)
         ids = {
             queue: [
                 r[0]

@@ -22,11 +22,11 @@ def connect(dsn: str) -> psycopg.Connection[tuple[Any, ...]]:
     return psycopg.connect(dsn, autocommit=True)
 
 
-def bulk_enqueue(dsn: str, count: int, job_type: str = "bench.noop", queue: str | None = None) -> None:
-    jobs = [
-        {"job_type": job_type, "payload": {"n": i}} | ({"queue": queue} if queue else {})
-        for i in range(count)
-    ]
+def bulk_enqueue(
+    dsn: str, count: int, job_type: str = "bench.noop", queue: str | None = None, priority: int | None = None
+) -> None:
+    fields = ({"queue": queue} if queue else {}) | ({"priority": priority} if priority is not None else {})
+    jobs = [{"job_type": job_type, "payload": {"n": i}} | fields for i in range(count)]
     with connect(dsn) as conn:
         for start in range(0, count, 5000):
             conn.execute("SELECT count(*) FROM pgrun.enqueue_jobs(%s)", (Jsonb(jobs[start : start + 5000]),))
