@@ -1,0 +1,72 @@
+"""How the client decodes stored JSON: orjson first, the stdlib's json for what orjson refuses
+or would decode differently (integers past 64 bits), an UndecodableJson marker for what neither
+decodes. Whatever the path, a document decodes to
+exactly what ``json.loads`` makes of it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import psycopg
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pgrun.client import Client, _loads
+from pgrun.results import UndecodableJson
+
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**80), max_value=2**80)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+def _nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON)
+def test_any_document_decodes_as_the_stdlib_decodes_it(value: Any) -> None:
+    text = json.dumps(value)
+    assert _loads(text) == json.loads(text)
+    assert _loads(text.encode()) == json.loads(text)
+
+
+def test_what_orjson_refuses_goes_to_the_stdlib_and_what_neither_decodes_is_a_marker() -> None:
+    # orjson stops at 255 levels and makes floats of integers past 64 bits; the stdlib does not
+    assert _loads(_nested(300)) == json.loads(_nested(300))
+    assert _loads("123456789012345678901234567890") == 123456789012345678901234567890
+    for edge in (2**63, 2**64, 2**64 + 1, -(2**63) - 1, 10**18, -(10**18)):
+        assert _loads(str(edge)) == edge and isinstance(_loads(str(edge)), int)
+    assert _loads('{"big": -98765432109876543210987654321}') == {"big": -98765432109876543210987654321}
+    deep = _loads(_nested(100_000))
+    assert isinstance(deep, UndecodableJson)
+    assert deep.size == 200_000
+
+
+def test_stored_documents_come_back_as_the_stdlib_decodes_them(db: str) -> None:
+    """Through a pgrun connection: jsonb as PostgreSQL prints it (numbers in its own notation,
+    keys in its order), the nesting orjson refuses, and integers past 64 bits."""
+    documents = [
+        '{"n": 1, "f": 1.5e300, "tiny": 1e-300, "neg": -0.0, "s": "\\u00e9\\ud83d\\ude00", "t": true}',
+        '{"big": 123456789012345678901234567890, "exact": 0.1000000000000000055511151231257827}',
+        _nested(300),
+        '{"a": [1, {"b": [null, false, "x"]}], "": {}}',
+    ]
+    with Client.connect(db) as client, client.pool.connection() as conn:
+        for document in documents:
+            row = conn.execute("SELECT %s::jsonb, %s::jsonb::text", (document, document)).fetchone()
+            assert row is not None
+            decoded, printed = row
+            assert decoded == json.loads(printed), document
+    with psycopg.connect(db) as plain:  # a connection pgrun did not configure: the stdlib's decoder
+        row = plain.execute("SELECT %s::jsonb", (documents[1],)).fetchone()
+        assert row is not None and row[0] == json.loads(documents[1])
