@@ -49,8 +49,18 @@ async def scenario(call: Invoke) -> None:
     again = {job.job_id: job for job in await call("claim_jobs", "w2", max_jobs=5, lease_seconds=60)}
     assert set(again) == {two.job_id, three.job_id}
     assert again[three.job_id].step == "next" and again[three.job_id].state == {"s": 1}
-    done = await call("complete_jobs", [(three.job_id, again[three.job_id].lease_token, {"r": 3})])
-    assert [o.outcome for o in done] == ["succeeded"]
+    token = again[three.job_id].lease_token
+    # succeeded_rows=False: only what did not succeed comes back (one was completed above)
+    done = await call(
+        "complete_jobs",
+        [(three.job_id, token, {"r": 3}), (one.job_id, one.lease_token, None)],
+        succeeded_rows=False,
+    )
+    assert [(o.job_id, o.outcome, o.lost_reason) for o in done] == [(one.job_id, "lease_lost", "not_running")]
+    assert (await call("get_job", three.job_id))["status"] == "succeeded"
+    # by default every job has its row, in order
+    done = await call("complete_jobs", [(one.job_id, one.lease_token, None), (three.job_id, token, None)])
+    assert [(o.job_id, o.outcome) for o in done] == [(one.job_id, "lease_lost"), (three.job_id, "lease_lost")]
     dead = await call("fail_jobs", [Failure(two.job_id, again[two.job_id].lease_token, retryable=False)])
     assert [o.outcome for o in dead] == ["dead"]
 

@@ -174,11 +174,11 @@ def test_a_transient_refusal_writes_the_batch_again_as_it_is(
     real = AsyncClient.complete_jobs
     sent: list[int] = []
 
-    async def once_refused(self: AsyncClient, completions: Any) -> Any:
+    async def once_refused(self: AsyncClient, completions: Any, **options: Any) -> Any:
         sent.append(len(completions))
         if len(sent) == 1:
             raise psycopg.errors.SerializationFailure("could not serialize access")
-        return await real(self, completions)
+        return await real(self, completions, **options)
 
     monkeypatch.setattr(AsyncClient, "complete_jobs", once_refused)
     runs: Counter[str] = Counter()

@@ -343,11 +343,14 @@ def _complete_job(job_id: Id, lease_token: Id, result: Json) -> Call[str]:
     return _scalar(q.COMPLETE_JOB, params)
 
 
-def _complete_jobs(completions: Sequence[tuple[Id, Id, Json]]) -> Call[list[BatchOutcome]]:
+def _complete_jobs(
+    completions: Sequence[tuple[Id, Id, Json]], *, succeeded_rows: bool
+) -> Call[list[BatchOutcome]]:
     params: dict[str, Any] = dict(
         job_ids=_uuids([c[0] for c in completions]),
         lease_tokens=_uuids([c[1] for c in completions]),
         results=Jsonb([c[2] for c in completions]),
+        succeeded_rows=succeeded_rows,
     )
     return _all(q.COMPLETE_JOBS, params, BatchOutcome)
 
@@ -797,9 +800,12 @@ class Client:
         """Complete a job under its lease (pgrun.complete_job); returns succeeded or cancelled."""
         return self._run(_complete_job(job_id, lease_token, result))
 
-    def complete_jobs(self, completions: Sequence[tuple[Id, Id, Json]]) -> list[BatchOutcome]:
-        """Complete (job_id, lease_token, result) triples (pgrun.complete_jobs), in order."""
-        return self._run(_complete_jobs(completions))
+    def complete_jobs(
+        self, completions: Sequence[tuple[Id, Id, Json]], *, succeeded_rows: bool = True
+    ) -> list[BatchOutcome]:
+        """Complete (job_id, lease_token, result) triples (pgrun.complete_jobs): one outcome per
+        job, in order; with ``succeeded_rows=False`` only those whose outcome is not succeeded."""
+        return self._run(_complete_jobs(completions, succeeded_rows=succeeded_rows))
 
     def release_jobs(self, leases: Sequence[tuple[Id, Id]]) -> list[BatchOutcome]:
         """Hand claimed, never started (job_id, lease_token) jobs back to the queue
@@ -1289,9 +1295,12 @@ class AsyncClient:
         """Complete a job under its lease (pgrun.complete_job); returns succeeded or cancelled."""
         return await self._run(_complete_job(job_id, lease_token, result))
 
-    async def complete_jobs(self, completions: Sequence[tuple[Id, Id, Json]]) -> list[BatchOutcome]:
-        """Complete (job_id, lease_token, result) triples (pgrun.complete_jobs), in order."""
-        return await self._run(_complete_jobs(completions))
+    async def complete_jobs(
+        self, completions: Sequence[tuple[Id, Id, Json]], *, succeeded_rows: bool = True
+    ) -> list[BatchOutcome]:
+        """Complete (job_id, lease_token, result) triples (pgrun.complete_jobs): one outcome per
+        job, in order; with ``succeeded_rows=False`` only those whose outcome is not succeeded."""
+        return await self._run(_complete_jobs(completions, succeeded_rows=succeeded_rows))
 
     async def release_jobs(self, leases: Sequence[tuple[Id, Id]]) -> list[BatchOutcome]:
         """Hand claimed, never started (job_id, lease_token) jobs back to the queue

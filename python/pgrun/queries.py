@@ -57,12 +57,15 @@ SELECT pgrun.complete_job(
 
 # results travel as one JSON array (element i = job i's result) and are unpacked here,
 # so a JSON null and "no result" stay the same thing.
+# succeeded_rows false: only the jobs that did not succeed come back (a worker's batch of
+# no-op jobs otherwise reads back a row per job that says what it already knows).
 COMPLETE_JOBS: Final = """
-SELECT job_id, outcome, NULL::timestamptz AS run_at, lost_reason FROM pgrun.complete_jobs(
+SELECT c.job_id, c.outcome, NULL::timestamptz AS run_at, c.lost_reason FROM pgrun.complete_jobs(
     job_ids => %(job_ids)s::uuid[],
     lease_tokens => %(lease_tokens)s::uuid[],
     results => ARRAY(SELECT r FROM jsonb_array_elements(%(results)s::jsonb) WITH ORDINALITY AS e (r, n)
-                     ORDER BY n))
+                     ORDER BY n)) AS c
+WHERE %(succeeded_rows)s::boolean OR c.outcome <> 'succeeded'
 """
 
 RELEASE_JOBS: Final = """

@@ -421,9 +421,13 @@ class Worker:
                 loop = asyncio.get_running_loop()
                 sync_context = SyncJobContext(job, self, running.cancelled, loop)
                 call = _in_thread(cast(SyncHandler, spec.handler), sync_context, f"pgrun-job-{job.job_id}")
-            # In this task (no task of its own per job, as asyncio.wait_for would make)
-            async with asyncio.timeout(timeout):
+            # In this task (no task of its own per job, as asyncio.wait_for would make); no
+            # timer at all for a job without a timeout
+            if timeout is None:
                 result = await call
+            else:
+                async with asyncio.timeout(timeout):
+                    result = await call
             if isinstance(result, Continue):
                 refusal = _continue_problem(result)
                 if refusal is None:
@@ -586,11 +590,12 @@ class Worker:
     async def _complete(self, outcomes: list[_Outcome], pending: _Pending) -> None:
         triples = [(o.running.job.job_id, o.running.job.lease_token, o.result) for o in outcomes]
         try:
-            rows = await self.client.complete_jobs(triples)
+            # Only the jobs that did not succeed come back (complete_jobs answers each job)
+            rows = await self.client.complete_jobs(triples, succeeded_rows=False)
         except Exception as exc:
             await self._split(self._complete, outcomes, exc, pending, self._completion_refused)
             return
-        self._settle(rows, outcomes, pending)
+        self._settle(rows, outcomes, pending, unlisted="succeeded")
 
     async def _fail(self, outcomes: list[_Outcome], pending: _Pending) -> None:
         try:
@@ -729,7 +734,24 @@ class Worker:
         self._metrics.outcome("continued", job)
         self._wake_at(result.run_at)
 
-    def _settle(self, rows: list[BatchOutcome], outcomes: list[_Outcome], pending: _Pending) -> None:
+    def _settle(
+        self,
+        rows: list[BatchOutcome],
+        outcomes: list[_Outcome],
+        pending: _Pending,
+        unlisted: str | None = None,
+    ) -> None:
+        """What the server answered for ``outcomes``; ``unlisted``, when given, is the outcome
+        of every job ``rows`` leave out (a write that returns only the exceptions)."""
+        if unlisted is not None:
+            listed = {row.job_id for row in rows}
+            for sent_outcome in outcomes:
+                job = sent_outcome.running.job
+                if job.job_id not in listed:
+                    self._leases.pop(job.job_id, None)
+                    self._metrics.outcome(unlisted, job)
+            if not rows:
+                return
         sent = {o.running.job.job_id: o for o in outcomes}
         for row in rows:
             outcome = sent.get(row.job_id)
