@@ -14,7 +14,8 @@ allows; default 1 s), so a job that starts on time was started by the worker's t
 time (the enqueue's NOTIFY carries it); single delayed enqueue `AsyncClient.enqueue_job(run_at=)`,
 whose returned `run_at` is the due time.
 Throughput: the handler that finishes the N-th job sets `stop`; the worker then writes the
-buffered outcomes and returns, and the clock stops. Schema: `pgrun.migrate.migrate`; bulk
+buffered outcomes and returns, and the clock stops (`worker_cpu_us_per_job`: this process's CPU
+time over that span, per job). Schema: `pgrun.migrate.migrate`; bulk
 enqueue `Client.enqueue_jobs` (10,000 per call); single enqueue `AsyncClient.enqueue_job` in the
 enqueuer process.
 Single (no worker): the blocking `Client.enqueue_job(NOOP, payload=...)`, one call per job on a
@@ -125,13 +126,13 @@ async def throughput(args: Any) -> dict[str, Any]:
         if handled >= args.jobs:
             stop.set()
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     runner = run_worker(app, args.dsn, args.concurrency, stop)
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(stop.wait(), args.timeout_s)
     stop.set()
     await asyncio.wait_for(runner, 60)
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     with psycopg.connect(args.dsn, autocommit=True) as conn:
         row = conn.execute("SELECT count(*) FROM pgrun.jobs WHERE status <> 'succeeded'").fetchone()
     return {
@@ -141,6 +142,8 @@ async def throughput(args: Any) -> dict[str, Any]:
         "enqueue_rows_per_s": args.jobs / enqueue_s,
         "elapsed_s": elapsed,
         "jobs_per_s": args.jobs / elapsed,
+        # CPU time of this process (every thread) while the worker ran, per job
+        "worker_cpu_us_per_job": cpu / args.jobs * 1e6,
         "settings": settings(args.concurrency),
     }
 
