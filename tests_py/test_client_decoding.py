@@ -1,18 +1,23 @@
-"""How the client decodes stored JSON: orjson first, the stdlib's json for what orjson refuses
-or would decode differently (integers past 64 bits), an UndecodableJson marker for what neither
-decodes. Whatever the path, a document decodes to
-exactly what ``json.loads`` makes of it."""
+"""How the client decodes stored JSON and builds result rows.
+
+JSON: orjson first, the stdlib's json for what orjson refuses or would decode differently
+(integers past 64 bits), an UndecodableJson marker for what neither decodes; whatever the path,
+a document decodes to exactly what ``json.loads`` makes of it. Rows: every result class, wide or
+narrow, comes out as its own ``__init__`` makes it."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
 import psycopg
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pgrun.client import Client, _loads
+from pgrun import results
+from pgrun.client import Client, _loads, _record_row
 from pgrun.results import UndecodableJson
 
 JSON = st.recursive(
@@ -70,3 +75,27 @@ def test_stored_documents_come_back_as_the_stdlib_decodes_them(db: str) -> None:
     with psycopg.connect(db) as plain:  # a connection pgrun did not configure: the stdlib's decoder
         row = plain.execute("SELECT %s::jsonb", (documents[1],)).fetchone()
         assert row is not None and row[0] == json.loads(documents[1])
+
+
+class _Column:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+class _Cursor:
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.description = [_Column(n) for n in names]
+
+
+@pytest.mark.parametrize(
+    "cls", [c for c in vars(results).values() if dataclasses.is_dataclass(c) and isinstance(c, type)]
+)
+def test_every_result_row_is_what_its_init_makes(cls: type) -> None:
+    """Rows whose columns are the class's fields, in order: a wide class is built by filling its
+    instance dictionary, a narrow one through __init__; either way the same frozen value."""
+    names = tuple(f.name for f in dataclasses.fields(cls))
+    values = tuple(f"v{i}" for i in range(len(names)))
+    row = _record_row(cls)(_Cursor(names))(values)
+    assert type(row) is cls and row == cls(*values) and repr(row) == repr(cls(*values))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(row, names[0], "changed")
