@@ -274,3 +274,36 @@ def test_fast_handlers_are_claimed_in_large_batches_and_slow_ones_are_not_hoarde
         assert statuses(client, slow) == ["succeeded"] * 12
     # two running, two waiting (one slot's worth each), at most two outcomes not written yet
     assert peak_in_db <= 2 + 2 + 2
+
+
+def test_a_handler_still_running_after_the_grace_period_is_abandoned_by_name(
+    db: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Stop with a handler that outlives the grace period: the worker logs which job it
+    abandons, cancels the handler, writes nothing for it and returns; the job stays running
+    under its lease (the reaper's business once it expires), while a job that finished
+    within the grace period is written."""
+    starts: list[str] = []
+    app = _app(starts, {"stuck": 60.0, "quick": 0.5})
+    with Client.connect(db) as client:
+        stuck = _enqueue(client, "stuck")
+        quick = _enqueue(client, "quick")
+
+        async def worker() -> float:
+            stop = asyncio.Event()
+            config = fast_config(db, max_global_concurrency=2, lease_ttl_seconds=30, shutdown_grace_seconds=2)
+            task = asyncio.create_task(run_loops(default_loops(app), config, stop))
+            deadline = time.monotonic() + 20
+            while sorted(starts) != ["quick", "stuck"]:
+                assert time.monotonic() < deadline, "the handlers did not start"
+                await asyncio.sleep(0.05)
+            stop.set()
+            stopped = time.monotonic()
+            await asyncio.wait_for(task, 30)
+            return time.monotonic() - stopped
+
+        with caplog.at_level("WARNING", logger="pgrun.worker"):
+            took = asyncio.run(worker())
+        assert 2 <= took < 10
+        assert f"abandoning job {stuck} (t.named) after the grace period" in caplog.text
+        assert statuses(client, [stuck, quick]) == ["running", "succeeded"]
