@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import secrets
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,7 +132,7 @@ def drop_login(conn: psycopg.Connection[Any], name: str) -> None:
 
 @contextmanager
 def login_roles(
-    admin_dsn: str, kinds: dict[str, str | None], prefix: str = "pgrun"
+    admin_dsn: str, kinds: Mapping[str, str | None], prefix: str = "pgrun"
 ) -> Iterator[dict[str, LoginRole]]:
     """One login role per entry: ``{"producer": "producer", "app": None}`` makes a member of
     ``<prefix>_producer`` and a role of no pgrun group."""
