@@ -105,9 +105,9 @@ async def throughput(args: Any) -> dict[str, Any]:
 
     with Client.connect(args.dsn) as client:
         t = time.perf_counter()
-        for start in range(0, args.jobs, 10_000):
-            count = min(10_000, args.jobs - start)
-            client.enqueue_jobs([{"job_type": NOOP, "payload": {"n": start + i}} for i in range(count)])
+        for first in range(0, args.jobs, 10_000):
+            count = min(10_000, args.jobs - first)
+            client.enqueue_jobs([{"job_type": NOOP, "payload": {"n": first + i}} for i in range(count)])
         enqueue_s = time.perf_counter() - t
     if os.environ.get("BENCH_ANALYZE", "1").strip() != "0":  # BENCH_ANALYZE=0: stale statistics
         with psycopg.connect(args.dsn, autocommit=True) as conn:
