@@ -47,11 +47,14 @@ suites: lint pgtap pytest
 
 lint: lint-static lint-plpgsql
 
+# mypy checks the benches too, but for the peers' own scripts (their libraries live in
+# bench/peers/.venv-peers, not in this venv).
 lint-static: venv
 	$(VENV)/bin/sqlfluff lint --processes 2 sql plpgsql
 	$(VENV)/bin/ruff check python tests_py bench scripts
 	$(VENV)/bin/ruff format --check python tests_py bench scripts
 	$(VENV)/bin/mypy python/pgrun
+	$(VENV)/bin/mypy bench --exclude 'bench/peers/peer_'
 
 lint-plpgsql: venv sysdeps
 	@$(call WITH_DB,$(PY) scripts/plpgsql_lint.py)

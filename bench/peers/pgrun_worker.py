@@ -72,14 +72,14 @@ def settings(concurrency: int, poll_s: float | None = None) -> dict[str, Any]:
 def config(concurrency: int, dsn: str = "", poll_s: float | None = None) -> Any:
     from pgrun.config import Config
 
-    poll = {} if poll_s is None else {"poll_interval_ms": round(poll_s * 1000)}
+    poll: dict[str, Any] = {} if poll_s is None else {"poll_interval_ms": round(poll_s * 1000)}
     # JOBS_PREFETCH in the environment: an A/B of the local queue (unset: the default)
     prefetch = os.environ.get("JOBS_PREFETCH", "").strip()
     # JOBS_ASYNC_CLAIMS=0 in the environment: durable claims and heartbeats (an A/B)
     async_claims = os.environ.get("JOBS_ASYNC_CLAIMS", "").strip().lower() not in ("0", "false", "no", "off")
     # JOBS_CLAIM_BATCH_SIZE in the environment: an A/B of the claim size (unset: the default)
     batch = os.environ.get("JOBS_CLAIM_BATCH_SIZE", "").strip()
-    sized = {"claim_batch_size": int(batch)} if batch else {}
+    sized: dict[str, Any] = {"claim_batch_size": int(batch)} if batch else {}
     return Config(
         database_url=dsn,
         worker_id="bench-worker",
