@@ -27,20 +27,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from jobs_bench import server
-from pgrun.testing import scratch_database
+from pgrun.testing import extract_schema, scratch_database
 
 REPO = Path(__file__).resolve().parents[1]
 CONTESTANT = REPO / "bench" / "peers" / "pgrun_worker.py"
 MEASURES = ("jobs_per_s", "worker_cpu_us_per_job")
-
-
-def extract_tree(ref: str, dest: Path) -> Path:
-    """python/, sql/ and plpgsql/ as they were at ``ref``."""
-    archive = subprocess.run(
-        ["git", "-C", str(REPO), "archive", ref, "python", "sql", "plpgsql"], capture_output=True, check=True
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
-    return dest / "python"
 
 
 def run_once(dsn: str, python_path: Path, jobs: int, concurrency: int) -> dict[str, float]:
@@ -81,7 +72,8 @@ def main() -> int:
     args = parser.parse_args()
     results: dict[str, list[dict[str, float]]] = {"base": [], "head": []}
     with tempfile.TemporaryDirectory(prefix="pgrun_worker_ab_") as folder, server(fast=False) as admin:
-        trees = {"base": extract_tree(args.base, Path(folder)), "head": REPO / "python"}
+        base_tree = extract_schema(args.base, Path(folder), ("python", "sql", "plpgsql")) / "python"
+        trees = {"base": base_tree, "head": REPO / "python"}
         for n in range(args.rounds):
             for side in ("base", "head") if n % 2 == 0 else ("head", "base"):
                 with scratch_database(admin, prefix="pgrun_wab") as dsn:

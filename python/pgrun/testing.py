@@ -159,13 +159,14 @@ def set_database_owner(admin_dsn: str, dsn: str, owner: str) -> None:
         )
 
 
-def extract_schema(commit: str, dest: Path) -> Path:
-    """``sql/`` and ``plpgsql/`` as they were at ``commit`` of this source checkout, extracted
-    into ``dest`` (point ``PGRUN_SCHEMA_DIR`` at it to migrate an older schema)."""
+def extract_schema(commit: str, dest: Path, folders: tuple[str, ...] = ("sql", "plpgsql")) -> Path:
+    """``sql/`` and ``plpgsql/`` (or the ``folders`` named, e.g. ``python`` too for an older
+    package) as they were at ``commit`` of this source checkout, extracted into ``dest`` (point
+    ``PGRUN_SCHEMA_DIR`` at it to migrate an older schema)."""
     checkout = Path(__file__).resolve().parents[2]
     dest.mkdir(parents=True, exist_ok=True)
     archive = subprocess.run(
-        ["git", "-C", str(checkout), "archive", commit, "sql", "plpgsql"], capture_output=True, check=True
+        ["git", "-C", str(checkout), "archive", commit, *folders], capture_output=True, check=True
     ).stdout
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
     return dest
