@@ -3,18 +3,21 @@
 One ``Worker`` is a handful of asyncio tasks sharing one connection pool:
 
 * **claim loop** (``_claim_loop``) — when the **local queue** (``_queue``: claimed jobs not
-  started yet) is down to half its bound (``_queue_bound``: ``JOBS_PREFETCH`` if set, else
-  about ``PREFETCH_SECONDS`` of the handlers' recent rate, from one slot's worth per slot up
-  to 1000) or a free slot has nothing to start, and jobs may be ready, one ``claim_jobs``
-  call asks for ``min(room, JOBS_CLAIM_BATCH_SIZE)`` jobs, room being the slots plus the
-  bound minus what the worker holds; a free slot takes the next job from the queue
-  (``_dispatch``) and runs its handler task, so a freed slot never waits for a claim round
-  trip, and the next claim is in flight while handlers run and outcomes are written. Jobs
-  are started in claim order (priority, run_at, id), so priority order holds within what
-  one worker holds; a job of better priority enqueued later waits for the prefetched ones
-  ahead of it (at most the bound of them). When a claim comes back short the queue is
-  drained: the loop sleeps until a NOTIFY, a freed slot after a full claim, or the poll
-  interval. ``JOBS_PREFETCH=0`` claims only for free slots.
+  started yet) and the claims in flight will bring are down to half its bound
+  (``_queue_bound``: ``JOBS_PREFETCH`` if set, else about ``PREFETCH_SECONDS`` of the
+  handlers' recent rate, from one slot's worth per slot up to 1000) or a free slot has
+  nothing to start, and jobs may be ready, a ``claim_jobs`` task (``_claim``) asks for
+  ``min(room, JOBS_CLAIM_BATCH_SIZE)`` jobs, room being the slots plus the bound minus what
+  the worker holds and has asked for; at most ``CLAIMS_IN_FLIGHT`` (2) claims run at once,
+  so a fast worker whose queue runs low does not wait out one claim's round trip before
+  asking again. A free slot takes the next job from the queue (``_dispatch``) and runs its
+  handler task, so a freed slot never waits for a claim round trip, and the next claim is
+  in flight while handlers run and outcomes are written. The queue is kept in claim order
+  (priority, run_at, id): a claim's jobs are merged in, so a job of better priority claimed
+  later goes ahead of the held jobs not started yet, and claims answering out of order
+  start their jobs in order. When a claim comes back short (and no NOTIFY came while it
+  ran) the queue is drained: the loop sleeps until a NOTIFY, a freed slot after a full
+  claim, or the poll interval. ``JOBS_PREFETCH=0`` claims only for free slots.
 * **listener** (``_listen``) — its own connection, ``LISTEN pgrun_jobs``, blocked in
   ``notifies()``: the enqueue functions notify once per queue per statement, so an idle
   worker wakes within a millisecond or two instead of at its next poll.
@@ -69,9 +72,10 @@ Metrics (``metrics``, docs/metrics.md): claims, handler run times, flushes and w
 answered for each outcome are reported to a ``pgrun.metrics.WorkerMetrics``; without
 ``--metrics-port`` the worker holds ``NO_METRICS``, whose hooks do nothing.
 
-Stopping (``stop`` set, e.g. by SIGTERM): claim nothing more, hand the jobs waiting in the
-local queue back at once (``release_jobs``: queued again, no attempt spent), give running handlers
-``JOBS_SHUTDOWN_GRACE_SECONDS`` to finish, write their outcomes, and return. Handlers
+Stopping (``stop`` set, e.g. by SIGTERM): claim nothing more, let the claims in flight answer,
+hand the jobs waiting in the local queue back at once (``release_jobs``: queued again, no
+attempt spent), give running handlers ``JOBS_SHUTDOWN_GRACE_SECONDS`` to finish, write their
+outcomes, and return. Handlers
 still running after that are abandoned; their leases expire and the reaper retries them.
 """
 
@@ -129,6 +133,9 @@ RATE_SAMPLE_SECONDS = 0.05
 RATE_SECONDS = 0.25
 #: Back-off after a failed database call (server gone, pool exhausted): doubles to the cap.
 RETRY_MIN, RETRY_MAX = 0.2, 5.0
+#: At most this many claims at a time: a second claim starts while the first is in flight
+#: when the local queue runs low, so a fast worker is not left waiting on one round trip.
+CLAIMS_IN_FLIGHT = 2
 #: At most this many writes of parked outcomes (see ``_retry_run``) at a time.
 PARKED_WRITES = 2
 #: The longest error message the worker sends (pgrun stores at most 4,000 characters).
@@ -231,6 +238,17 @@ class Worker:
         self._buffered = asyncio.Event()
         self._wake = asyncio.Event()
         self._maybe_ready = True
+        #: How many times ``poke`` was called: a claim that comes back short after news
+        #: arrived does not conclude that nothing is ready.
+        self._pokes = 0
+        #: Claims in flight and how many jobs each asked for; their total.
+        self._claiming: dict[asyncio.Task[None], int] = {}
+        self._asked = 0
+        #: After a failed claim: no claim before this monotonic time; the next back-off.
+        self._claim_retry_at = 0.0
+        self._claim_delay = RETRY_MIN
+        #: A claim refused for a reason retrying will not fix; the claim loop raises it.
+        self._claim_error: Exception | None = None
         #: Loop times at which known jobs come due (delayed enqueues, retries, next steps),
         #: earliest first; one timer is armed for the earliest.
         self._due: list[float] = []
@@ -256,6 +274,7 @@ class Worker:
     def poke(self) -> None:
         """Jobs may be ready now (a NOTIFY, a reaped lease, a retry coming due): claim."""
         self._maybe_ready = True
+        self._pokes += 1
         self._wake.set()
 
     @property
@@ -322,46 +341,93 @@ class Worker:
 
     async def _claim_loop(self, stop: asyncio.Event) -> None:
         job_types = sorted(self.app.job_types)
-        delay = RETRY_MIN
         while not stop.is_set():
-            bound = self._queue_bound()
-            room = self.slots + bound - len(self._handlers) - len(self._queue)
-            # Refill the local queue once it is down to half its bound (or a free slot has
-            # nothing to start): one claim of many jobs, not one claim per freed slot.
-            refill = len(self._queue) <= bound // 2 or len(self._queue) < self.slots - len(self._handlers)
-            if room > 0 and refill and self._maybe_ready:
-                wanted = min(room, self.config.claim_batch_size)
-                started = time.perf_counter()
-                try:
-                    jobs = await self._claims.claim_jobs(
-                        self.config.worker_id,
-                        lease_seconds=self.config.lease_ttl_seconds,
-                        max_jobs=wanted,
-                        queues=self.queues,
-                        job_types=job_types,
-                    )
-                except (psycopg.OperationalError, TimeoutError) as exc:
-                    log.warning("claim failed (%s); retrying in %.1fs", exc, delay)
-                    await _sleep_or_stop(stop, delay)
-                    delay = min(delay * 2, RETRY_MAX)
-                    continue
-                delay = RETRY_MIN
-                self._metrics.claimed(jobs, time.perf_counter() - started)
-                # A short claim means the ready set is drained (for us): wait for news.
-                self._maybe_ready = len(jobs) == wanted
-                for job in jobs:
-                    running = _Running(job)
-                    self._leases[job.job_id] = running
-                    self._queue.append(running)
-                self._dispatch()
+            if self._claim_error is not None:
+                raise self._claim_error
+            wanted = self._claim_size()
+            if wanted:
+                self._start_claim(wanted, job_types)
                 continue
-            # Nothing to do until a NOTIFY, a freed slot or the poll interval.
+            # Nothing to do until a NOTIFY, a freed slot, a claim's answer or the poll interval
+            # (or, after a failed claim, the end of its back-off).
             self._wake.clear()
+            timeout = self.config.poll_interval
+            if self._claim_retry_at:
+                timeout = max(0.0, min(timeout, self._claim_retry_at - time.monotonic()))
             try:
-                async with asyncio.timeout(self.config.poll_interval):
+                async with asyncio.timeout(timeout):
                     await self._wake.wait()
             except TimeoutError:
                 self._maybe_ready = True
+            if self._claim_error is not None:
+                raise self._claim_error
+
+    def _claim_size(self) -> int:
+        """How many jobs to claim now (0: none). At most CLAIMS_IN_FLIGHT claims at a time;
+        a claim starts when the jobs the local queue holds and the claims in flight will bring
+        are down to half the bound (or fewer than the free slots), jobs may be ready, and no
+        failed claim's back-off is running. It asks for the room left: the slots plus the
+        bound, minus the running, waiting and asked-for jobs, at most the claim batch size."""
+        if len(self._claiming) >= CLAIMS_IN_FLIGHT or not self._maybe_ready:
+            return 0
+        if self._claim_retry_at:
+            if time.monotonic() < self._claim_retry_at:
+                return 0
+            self._claim_retry_at = 0.0
+        bound = self._queue_bound()
+        coming = len(self._queue) + self._asked
+        room = self.slots + bound - len(self._handlers) - coming
+        refill = coming <= bound // 2 or coming < self.slots - len(self._handlers)
+        return min(room, self.config.claim_batch_size) if room > 0 and refill else 0
+
+    def _start_claim(self, wanted: int, job_types: list[str]) -> None:
+        task = asyncio.create_task(self._claim(wanted, job_types, self._pokes))
+        self._claiming[task] = wanted
+        self._asked += wanted
+
+    async def _claim(self, wanted: int, job_types: list[str], pokes: int) -> None:
+        """One claim_jobs call: its jobs join the local queue in claim order and start while
+        slots are free. A failed call sets the back-off the claim loop waits out."""
+        started = time.perf_counter()
+        try:
+            jobs = await self._claims.claim_jobs(
+                self.config.worker_id,
+                lease_seconds=self.config.lease_ttl_seconds,
+                max_jobs=wanted,
+                queues=self.queues,
+                job_types=job_types,
+            )
+        except (psycopg.OperationalError, TimeoutError) as exc:
+            log.warning("claim failed (%s); retrying in %.1fs", exc, self._claim_delay)
+            self._claim_retry_at = time.monotonic() + self._claim_delay
+            self._claim_delay = min(self._claim_delay * 2, RETRY_MAX)
+            return
+        except Exception as exc:  # not the server's weather: the claim loop raises it
+            self._claim_error = exc
+            return
+        finally:
+            self._asked -= wanted
+            del self._claiming[asyncio.current_task()]  # type: ignore[arg-type]
+            self._wake.set()
+        self._claim_delay = RETRY_MIN
+        self._metrics.claimed(jobs, time.perf_counter() - started)
+        # A short claim means the ready set is drained (for us), unless news came meanwhile.
+        if len(jobs) < wanted and self._pokes == pokes:
+            self._maybe_ready = False
+        if jobs:
+            self._enqueue_local([_Running(job) for job in jobs])
+            self._dispatch()
+
+    def _enqueue_local(self, claimed: list[_Running]) -> None:
+        """Put claimed jobs in the local queue, which stays in claim order (priority, run_at,
+        id): a claim that answers before an earlier one, or brings a job of better priority
+        than those waiting, is merged in, not appended."""
+        for running in claimed:
+            self._leases[running.job.job_id] = running
+        if self._queue and _claim_order(claimed[0]) < _claim_order(self._queue[-1]):
+            self._queue = deque(heapq.merge(self._queue, claimed, key=_claim_order))
+        else:
+            self._queue.extend(claimed)
 
     def _queue_bound(self) -> int:
         """How many claimed, not started jobs the worker holds now: ``JOBS_PREFETCH`` when it
@@ -986,6 +1052,10 @@ class Worker:
 
     async def _shutdown(self) -> None:
         self._stopping = True
+        # Claims in flight are not cancelled (a claim the server committed would leave its
+        # jobs leased to no one): they finish, and their jobs join the queue handed back.
+        while self._claiming:
+            await asyncio.wait(set(self._claiming))
         # Jobs claimed ahead and not started go back to the queue at once (another worker may
         # take them now), not when their leases would have expired.
         waiting = list(self._queue)
@@ -1018,8 +1088,8 @@ class Worker:
             log.warning("exiting with %d unwritten outcome(s); their leases will expire", unwritten)
 
 
-#: Connections of the claims pool: the claim loop's and the heartbeat loop's, and one spare.
-CLAIM_CONNECTIONS = 3
+#: Connections of the claims pool: one per claim in flight, the heartbeat loop's, and one spare.
+CLAIM_CONNECTIONS = CLAIMS_IN_FLIGHT + 2
 
 
 def async_commit_pool(pool: Any) -> AsyncConnectionPool | None:
@@ -1043,6 +1113,12 @@ def async_commit_pool(pool: Any) -> AsyncConnectionPool | None:
         name="pgrun-claims",
         open=False,
     )
+
+
+def _claim_order(running: _Running) -> tuple[int, datetime, UUID]:
+    """The order claim_jobs hands jobs out in (PostgreSQL orders uuids as Python does)."""
+    job = running.job
+    return (job.priority, job.run_at, job.job_id)
 
 
 def _transient(exc: BaseException) -> bool:

@@ -1,0 +1,219 @@
+"""The worker's claims in flight (pgrun.worker.CLAIMS_IN_FLIGHT): a second claim starts while
+the first is out when the local queue runs low, never more jobs are asked for than the bound
+leaves room for, claims answering out of order still start their jobs in claim order, news
+arriving during a claim that comes back short is not lost, and a stopping worker waits for
+its claims in flight and hands their jobs back.
+
+Claims are slowed by wrapping AsyncClient.claim_jobs (the real call still runs); the database
+is read through the public client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+import pytest
+
+from pgrun.app import App, JobContext
+from pgrun.client import AsyncClient, Client
+from pgrun.config import Config
+from pgrun.results import ClaimedJob
+from pgrun.runner import default_loops, run_loops
+from pgrun.worker import CLAIMS_IN_FLIGHT, Worker, _Running
+from worker_support import fast_config, finished, run_worker_until, statuses
+
+ClaimJobs = Callable[..., Awaitable[list[ClaimedJob]]]
+
+
+def _app(starts: list[str], seconds: float = 0.0) -> App:
+    app = App()
+
+    @app.job("t.named")
+    async def named(ctx: JobContext) -> Any:
+        starts.append(ctx.payload["name"])
+        await asyncio.sleep(seconds)
+        return None
+
+    return app
+
+
+def _wrap_claims(
+    monkeypatch: pytest.MonkeyPatch,
+    around: Callable[[ClaimJobs, Any, tuple[Any, ...], dict[str, Any]], Awaitable[list[ClaimedJob]]],
+) -> None:
+    """Every claim_jobs call of every AsyncClient goes through ``around(real, self, args, kwargs)``."""
+    real: ClaimJobs = AsyncClient.claim_jobs
+
+    async def claim_jobs(self: Any, *args: Any, **kwargs: Any) -> list[ClaimedJob]:
+        return await around(real, self, args, kwargs)
+
+    monkeypatch.setattr(AsyncClient, "claim_jobs", claim_jobs)
+
+
+def test_a_second_claim_overlaps_the_first_within_the_bound(db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two slots, a fixed bound of 4, claims of at most 2 that take 0.15 s each: a second
+    claim starts while the first is out, never a third, and the jobs asked for never exceed
+    the slots plus the bound (counting the claims in flight)."""
+    in_flight = 0
+    peak_in_flight = 0
+    asked: list[int] = []
+    held_peak = 0
+
+    async def slow(real: ClaimJobs, client: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        nonlocal in_flight, peak_in_flight
+        in_flight += 1
+        peak_in_flight = max(peak_in_flight, in_flight)
+        asked.append(kwargs["max_jobs"])
+        try:
+            await asyncio.sleep(0.15)
+            return await real(client, *args, **kwargs)
+        finally:
+            in_flight -= 1
+
+    _wrap_claims(monkeypatch, slow)
+    starts: list[str] = []
+    app = _app(starts, seconds=0.02)
+    with Client.connect(db) as client:
+        names = [f"j{i:02d}" for i in range(40)]
+        ids = client.enqueue_jobs([{"job_type": "t.named", "payload": {"name": n}} for n in names])
+        job_ids = [row.job_id for row in ids]
+
+        def check(c: Client) -> bool:
+            nonlocal held_peak
+            held_peak = max(held_peak, sum(d.running for d in c.queue_depth()))
+            return finished(c, job_ids)
+
+        config = fast_config(db, max_global_concurrency=2, prefetch=4, claim_batch_size=2)
+        run_worker_until(app, config, check, timeout=60)
+        jobs = [client.get_job(job_id) for job_id in job_ids]
+    assert peak_in_flight == CLAIMS_IN_FLIGHT == 2
+    assert max(asked) <= 2
+    # held: two running, four waiting, plus at most two outcomes not written yet
+    assert held_peak <= 2 + 4 + 2
+    assert [j["status"] for j in jobs] == ["succeeded"] * 40
+    assert [j["total_attempts"] for j in jobs] == [1] * 40
+    assert sorted(starts) == names, "each job ran once"
+
+
+def _claimed(priority: int, second: int, job_id: int) -> _Running:
+    at = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=second)
+    job = ClaimedJob(
+        job_id=UUID(int=job_id),
+        job_type="t.named",
+        queue="default",
+        priority=priority,
+        payload={},
+        attempt=1,
+        max_attempts=3,
+        lease_token=UUID(int=1000 + job_id),
+        lease_expires_at=at,
+        timeout_seconds=None,
+        step=None,
+        state=None,
+        progress=None,
+        organization_id=None,
+        workflow_run_id=None,
+        workflow_step_key=None,
+        run_at=at,
+        started_at=at,
+    )
+    return _Running(job)
+
+
+def test_the_local_queue_stays_in_claim_order(db: str) -> None:
+    worker = Worker(App(), AsyncClient.__new__(AsyncClient), Config(database_url=db))
+    ids = lambda: [r.job.job_id.int for r in worker._queue]  # noqa: E731
+
+    worker._enqueue_local([_claimed(100, 3, 3), _claimed(100, 4, 4)])
+    # a claim that answers after a later one: merged ahead
+    worker._enqueue_local([_claimed(100, 1, 1), _claimed(100, 2, 2), _claimed(100, 5, 5)])
+    assert ids() == [1, 2, 3, 4, 5]
+    # a better priority goes ahead of every held job; an equal key keeps arrival order
+    worker._enqueue_local([_claimed(0, 9, 9)])
+    worker._enqueue_local([_claimed(100, 5, 5 + 0)])
+    assert ids() == [9, 1, 2, 3, 4, 5, 5]
+    # ties on priority and run_at are broken by the id, as claim_jobs orders them
+    worker._enqueue_local([_claimed(100, 4, 0)])
+    assert ids() == [9, 1, 2, 3, 0, 4, 5, 5]
+    # a claim that belongs at the end is appended
+    worker._enqueue_local([_claimed(200, 0, 7)])
+    assert ids()[-1] == 7
+    assert set(worker._leases) == {UUID(int=i) for i in (0, 1, 2, 3, 4, 5, 7, 9)}
+
+
+def test_news_during_a_short_claim_is_not_lost(db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker's first claim finds nothing; while it is out a job is enqueued and its
+    NOTIFY arrives. The claim comes back short, but the worker claims again at once instead
+    of sleeping until its poll (10 s here)."""
+    enqueued: list[float] = []
+
+    async def news_meanwhile(
+        real: ClaimJobs, client: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        if enqueued:
+            return await real(client, *args, **kwargs)
+        await asyncio.sleep(0.5)  # the listener is listening by now
+        jobs = await real(client, *args, **kwargs)
+        assert jobs == [], "the queue was empty"
+        with Client.connect(db) as producer:
+            producer.enqueue_job("t.named", {"name": "late"})
+        enqueued.append(time.monotonic())
+        await asyncio.sleep(0.3)  # the NOTIFY reaches the worker while this claim is out
+        return jobs
+
+    _wrap_claims(monkeypatch, news_meanwhile)
+    starts: list[str] = []
+    app = _app(starts)
+    config = fast_config(db, poll_interval_ms=10_000)
+    took = run_worker_until(app, config, lambda c: starts == ["late"])
+    assert enqueued
+    assert took < 5, "the job waited for the poll"
+
+
+def test_a_stopping_worker_hands_back_the_jobs_of_a_claim_in_flight(
+    db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stop arrives after the server took the jobs but before the claim answered: the worker
+    waits for the answer, starts nothing and hands every job back at once (queued, no
+    attempt spent), instead of leaving them leased to no one until their leases expire."""
+    answer = asyncio.Event()
+
+    async def late_answer(real: ClaimJobs, client: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        jobs = await real(client, *args, **kwargs)
+        if jobs:
+            await answer.wait()
+        return jobs
+
+    _wrap_claims(monkeypatch, late_answer)
+    starts: list[str] = []
+    app = _app(starts)
+    with Client.connect(db) as client:
+        ids = [client.enqueue_job("t.named", {"name": f"j{i}"}).job_id for i in range(5)]
+
+        async def main() -> float:
+            stop = asyncio.Event()
+            config = fast_config(db, lease_ttl_seconds=60)
+            task = asyncio.create_task(run_loops(default_loops(app), config, stop))
+            deadline = time.monotonic() + 20
+            while await asyncio.to_thread(statuses, client, ids) != ["running"] * 5:
+                assert time.monotonic() < deadline, "the worker did not claim"
+                await asyncio.sleep(0.05)
+            stop.set()
+            await asyncio.sleep(0.3)
+            assert not task.done(), "the worker waits for its claim in flight"
+            stopped = time.monotonic()
+            answer.set()
+            await asyncio.wait_for(task, 30)
+            return time.monotonic() - stopped
+
+        took = asyncio.run(main())
+        jobs = [client.get_job(job_id) for job_id in ids]
+    assert took < 5
+    assert starts == [], "nothing starts once the worker is stopping"
+    assert [j["status"] for j in jobs] == ["queued"] * 5
+    assert [(j["attempt"], j["attempts"]) for j in jobs] == [(0, [])] * 5
