@@ -1,8 +1,9 @@
-"""The worker's claims in flight (pgrun.worker.CLAIMS_IN_FLIGHT): a second claim starts while
-the first is out when the local queue runs low, never more jobs are asked for than the bound
-leaves room for, claims answering out of order still start their jobs in claim order, news
-arriving during a claim that comes back short is not lost, and a stopping worker waits for
-its claims in flight and hands their jobs back.
+"""The worker's claims in flight (JOBS_CLAIMS_IN_FLIGHT): with 2, a second claim starts while
+the first is out when the local queue runs low; never more claims than that, never more jobs
+asked for than the bound leaves room for. The local queue stays in claim order (claims
+answering out of order, urgent jobs claimed later), news arriving during a claim that comes
+back short is not lost, and a stopping worker waits for its claims in flight and hands their
+jobs back.
 
 Claims are slowed by wrapping AsyncClient.claim_jobs (the real call still runs); the database
 is read through the public client.
@@ -24,7 +25,7 @@ from pgrun.client import AsyncClient, Client
 from pgrun.config import Config
 from pgrun.results import ClaimedJob
 from pgrun.runner import default_loops, run_loops
-from pgrun.worker import CLAIMS_IN_FLIGHT, Worker, _Running
+from pgrun.worker import Worker, _Running
 from worker_support import fast_config, finished, run_worker_until, statuses
 
 ClaimJobs = Callable[..., Awaitable[list[ClaimedJob]]]
@@ -55,9 +56,12 @@ def _wrap_claims(
     monkeypatch.setattr(AsyncClient, "claim_jobs", claim_jobs)
 
 
-def test_a_second_claim_overlaps_the_first_within_the_bound(db: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two slots, a fixed bound of 4, claims of at most 2 that take 0.15 s each: a second
-    claim starts while the first is out, never a third, and the jobs asked for never exceed
+@pytest.mark.parametrize("claims_in_flight", [1, 2])
+def test_claims_overlap_up_to_the_setting_within_the_bound(
+    db: str, monkeypatch: pytest.MonkeyPatch, claims_in_flight: int
+) -> None:
+    """Two slots, a fixed bound of 4, claims of at most 2 that take 0.15 s each: as many
+    claims run at once as the setting allows, no more, and the jobs asked for never exceed
     the slots plus the bound (counting the claims in flight)."""
     in_flight = 0
     peak_in_flight = 0
@@ -88,10 +92,12 @@ def test_a_second_claim_overlaps_the_first_within_the_bound(db: str, monkeypatch
             held_peak = max(held_peak, sum(d.running for d in c.queue_depth()))
             return finished(c, job_ids)
 
-        config = fast_config(db, max_global_concurrency=2, prefetch=4, claim_batch_size=2)
+        config = fast_config(
+            db, max_global_concurrency=2, prefetch=4, claim_batch_size=2, claims_in_flight=claims_in_flight
+        )
         run_worker_until(app, config, check, timeout=60)
         jobs = [client.get_job(job_id) for job_id in job_ids]
-    assert peak_in_flight == CLAIMS_IN_FLIGHT == 2
+    assert peak_in_flight == claims_in_flight
     assert max(asked) <= 2
     # held: two running, four waiting, plus at most two outcomes not written yet
     assert held_peak <= 2 + 4 + 2

@@ -60,6 +60,8 @@ def settings(concurrency: int, poll_s: float | None = None) -> dict[str, Any]:
         "loops": "worker + reaper (pgrun.runner.default_loops)",
         "JOBS_MAX_GLOBAL_CONCURRENCY": concurrency,
         "JOBS_CLAIM_BATCH_SIZE": cfg.claim_batch_size,
+        # getattr: bench/worker_ab.py runs this script against commits from before the setting
+        "JOBS_CLAIMS_IN_FLIGHT": getattr(cfg, "claims_in_flight", 1),
         "JOBS_ASYNC_CLAIMS": cfg.async_claims,
         "JOBS_PREFETCH": cfg.prefetch_limit,
         "flush": "complete_jobs 2 ms after the first buffered outcome (pgrun.worker.FLUSH_DELAY)",
@@ -80,6 +82,10 @@ def config(concurrency: int, dsn: str = "", poll_s: float | None = None) -> Any:
     # JOBS_CLAIM_BATCH_SIZE in the environment: an A/B of the claim size (unset: the default)
     batch = os.environ.get("JOBS_CLAIM_BATCH_SIZE", "").strip()
     sized: dict[str, Any] = {"claim_batch_size": int(batch)} if batch else {}
+    # JOBS_CLAIMS_IN_FLIGHT in the environment: an A/B of overlapping claims (unset: the default)
+    in_flight = os.environ.get("JOBS_CLAIMS_IN_FLIGHT", "").strip()
+    if in_flight:
+        sized["claims_in_flight"] = int(in_flight)
     return Config(
         database_url=dsn,
         worker_id="bench-worker",

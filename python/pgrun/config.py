@@ -7,10 +7,11 @@ the nearest safe value (out of range), with a warning that names the variable.
 |---|---|---|
 | JOBS_WORKER_ID | worker-<uuid> when blank | text, at most 200 characters |
 | JOBS_POLL_INTERVAL_MS | 1000 | 10 .. 60000 |
-| JOBS_CLAIM_BATCH_SIZE | 10 | 1 .. 1000 |
+| JOBS_CLAIM_BATCH_SIZE | 500 | 1 .. 1000 |
+| JOBS_CLAIMS_IN_FLIGHT | 1 | 1 .. 4: claims the worker runs at once |
 | JOBS_LEASE_TTL_SECONDS | 30 | 10 .. 86400 |
 | JOBS_MAX_GLOBAL_CONCURRENCY | 10 | 1 .. 10000 |
-| JOBS_PREFETCH | unset: the concurrency (at most 1000) | 0 .. 1000; 0 = claim only for free slots |
+| JOBS_PREFETCH | unset: 0.1 s of throughput, concurrency .. 1000 | 0 .. 1000; 0 = free slots only |
 | JOBS_REAPER_INTERVAL_SECONDS | 10 | 1 .. 3600 |
 | JOBS_SCHEDULE_POLL_INTERVAL_SECONDS | 5 | 1 .. 3600 |
 | JOBS_REAPER_RETRY_DELAY_MS | unset: each job type's backoff | 0 .. 86400000 (0 = retry at once) |
@@ -40,6 +41,11 @@ class Config:
     worker_id: str = field(default_factory=lambda: f"worker-{uuid.uuid4()}")
     poll_interval_ms: int = 1000
     claim_batch_size: int = 500
+    #: How many claim_jobs calls the worker runs at once: a second one starts while the first
+    #: is out when the local queue runs low. More keeps a fast worker fed when the database
+    #: has cores to spare; where it has none, claims running side by side only slow each
+    #: other (docs/performance.md). Each takes a connection of the claims pool.
+    claims_in_flight: int = 1
     lease_ttl_seconds: int = 30
     max_global_concurrency: int = 10
     #: How many jobs the worker claims ahead of its free slots and holds, not started, in a
@@ -92,6 +98,7 @@ class Config:
 _INTEGERS: tuple[tuple[str, str, int, int], ...] = (
     ("JOBS_POLL_INTERVAL_MS", "poll_interval_ms", 10, 60_000),
     ("JOBS_CLAIM_BATCH_SIZE", "claim_batch_size", 1, 1000),
+    ("JOBS_CLAIMS_IN_FLIGHT", "claims_in_flight", 1, 4),
     ("JOBS_LEASE_TTL_SECONDS", "lease_ttl_seconds", 10, 86_400),
     ("JOBS_MAX_GLOBAL_CONCURRENCY", "max_global_concurrency", 1, 10_000),
     ("JOBS_PREFETCH", "prefetch", 0, 1000),

@@ -8,9 +8,9 @@ One ``Worker`` is a handful of asyncio tasks sharing one connection pool:
   handlers' recent rate, from one slot's worth per slot up to 1000) or a free slot has
   nothing to start, and jobs may be ready, a ``claim_jobs`` task (``_claim``) asks for
   ``min(room, JOBS_CLAIM_BATCH_SIZE)`` jobs, room being the slots plus the bound minus what
-  the worker holds and has asked for; at most ``CLAIMS_IN_FLIGHT`` (2) claims run at once,
-  so a fast worker whose queue runs low does not wait out one claim's round trip before
-  asking again. A free slot takes the next job from the queue (``_dispatch``) and runs its
+  the worker holds and has asked for; at most ``JOBS_CLAIMS_IN_FLIGHT`` claims (default 1)
+  run at once: with more, a fast worker whose queue runs low does not wait out one claim's
+  round trip before asking again. A free slot takes the next job from the queue (``_dispatch``) and runs its
   handler task, so a freed slot never waits for a claim round trip, and the next claim is
   in flight while handlers run and outcomes are written. The queue is kept in claim order
   (priority, run_at, id): a claim's jobs are merged in, so a job of better priority claimed
@@ -133,9 +133,6 @@ RATE_SAMPLE_SECONDS = 0.05
 RATE_SECONDS = 0.25
 #: Back-off after a failed database call (server gone, pool exhausted): doubles to the cap.
 RETRY_MIN, RETRY_MAX = 0.2, 5.0
-#: At most this many claims at a time: a second claim starts while the first is in flight
-#: when the local queue runs low, so a fast worker is not left waiting on one round trip.
-CLAIMS_IN_FLIGHT = 2
 #: At most this many writes of parked outcomes (see ``_retry_run``) at a time.
 PARKED_WRITES = 2
 #: The longest error message the worker sends (pgrun stores at most 4,000 characters).
@@ -288,7 +285,11 @@ class Worker:
     async def run(self, stop: asyncio.Event) -> None:
         """Run until ``stop`` is set, then shut down gracefully (see the module docstring)."""
         await self._register_definitions(stop)
-        claims_pool = async_commit_pool(self.client.pool) if self.config.async_claims else None
+        claims_pool = (
+            async_commit_pool(self.client.pool, self.config.claims_in_flight)
+            if self.config.async_claims
+            else None
+        )
         if claims_pool is not None:
             await claims_pool.open(wait=False)
             self._claims = AsyncClient(claims_pool)
@@ -363,12 +364,12 @@ class Worker:
                 raise self._claim_error
 
     def _claim_size(self) -> int:
-        """How many jobs to claim now (0: none). At most CLAIMS_IN_FLIGHT claims at a time;
+        """How many jobs to claim now (0: none). At most ``claims_in_flight`` claims at a time;
         a claim starts when the jobs the local queue holds and the claims in flight will bring
         are down to half the bound (or fewer than the free slots), jobs may be ready, and no
         failed claim's back-off is running. It asks for the room left: the slots plus the
         bound, minus the running, waiting and asked-for jobs, at most the claim batch size."""
-        if len(self._claiming) >= CLAIMS_IN_FLIGHT or not self._maybe_ready:
+        if len(self._claiming) >= self.config.claims_in_flight or not self._maybe_ready:
             return 0
         if self._claim_retry_at:
             if time.monotonic() < self._claim_retry_at:
@@ -1088,15 +1089,12 @@ class Worker:
             log.warning("exiting with %d unwritten outcome(s); their leases will expire", unwritten)
 
 
-#: Connections of the claims pool: one per claim in flight, the heartbeat loop's, and one spare.
-CLAIM_CONNECTIONS = CLAIMS_IN_FLIGHT + 2
-
-
-def async_commit_pool(pool: Any) -> AsyncConnectionPool | None:
+def async_commit_pool(pool: Any, claims_in_flight: int = 1) -> AsyncConnectionPool | None:
     """A pool like ``pool`` (same server, user and settings) whose sessions start with
     ``synchronous_commit = off`` (a startup option, so no statement is sent for it and it
     cannot leak into another client's session through a pooler); None when ``pool`` is not
-    an AsyncConnectionPool with a static conninfo (the worker then claims on it, durably)."""
+    an AsyncConnectionPool with a static conninfo (the worker then claims on it, durably).
+    Its connections: one per claim in flight, the heartbeat loop's, and one spare."""
     if not isinstance(pool, AsyncConnectionPool) or callable(pool.conninfo) or callable(pool.kwargs):
         return None
     kwargs = dict(pool.kwargs or {})
@@ -1106,7 +1104,7 @@ def async_commit_pool(pool: Any) -> AsyncConnectionPool | None:
     return AsyncConnectionPool(
         pool.conninfo,
         min_size=1,
-        max_size=CLAIM_CONNECTIONS,
+        max_size=claims_in_flight + 2,
         kwargs=kwargs,
         configure=configure_async_connection,
         timeout=10,
