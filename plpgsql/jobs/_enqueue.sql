@@ -147,7 +147,14 @@ COMMENT ON FUNCTION pgrun._enqueue_integer_in(text, numeric, numeric) IS
 -- string is parsed only when every earlier rule passed; a malformed timestamp, interval or
 -- uuid string raises a data_exception (class 22), which _enqueue_check turns into the code.
 -- JSON null counts as a field left out.
-CREATE OR REPLACE FUNCTION pgrun._enqueue_invalid_code(p_elem jsonb)
+--
+-- Two parts: _enqueue_invalid_code_basic, the rules every element needs (its keys, the
+-- type, the payload), then the optional fields' rules, tried only when the first part
+-- passed (coalesce evaluates its second argument only when the first is NULL: the same
+-- order as one CASE). The single request with only a type and a payload evaluates the
+-- first part alone: a plpgsql expression is set up whole in every transaction, and the
+-- whole CASE costs ~33 us to set up against ~6 us for its first part.
+CREATE OR REPLACE FUNCTION pgrun._enqueue_invalid_code_basic(p_elem jsonb)
 RETURNS text
 LANGUAGE sql
 STABLE
@@ -173,6 +180,22 @@ AS $$
         -- the nesting rule (util/_limits.sql): a small payload skips the walk
         WHEN NOT pgrun._json_depth_ok(p_elem OPERATOR(pg_catalog.->) 'payload')
             THEN 'job.invalid_payload'
+    END
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._enqueue_invalid_code_basic(jsonb) FROM public;
+
+COMMENT ON FUNCTION pgrun._enqueue_invalid_code_basic(jsonb) IS
+'Private: the error code of the first rule every enqueue request element needs (keys, type, payload) '
+'it breaks, or NULL; the first part of pgrun._enqueue_invalid_code.';
+
+CREATE OR REPLACE FUNCTION pgrun._enqueue_invalid_code(p_elem jsonb)
+RETURNS text
+LANGUAGE sql
+STABLE
+PARALLEL SAFE
+AS $$
+    SELECT coalesce(pgrun._enqueue_invalid_code_basic(p_elem), CASE
         -- the common element has nothing else: one cheap test instead of many
         WHEN NOT p_elem OPERATOR(pg_catalog.?|) '{queue,priority,run_at,delay,max_attempts,timeout_seconds,idempotency_key,organization_id}'::pg_catalog.text[]
             THEN NULL
@@ -240,7 +263,7 @@ AS $$
             OPERATOR(pg_catalog.=) '00000000-0000-0000-0000-000000000000'::pg_catalog.uuid
         )
             THEN 'job.invalid_organization'
-    END
+    END)
 $$;
 
 REVOKE EXECUTE ON FUNCTION pgrun._enqueue_invalid_code(jsonb) FROM public;
@@ -474,9 +497,14 @@ BEGIN
     END IF;
 
     -- A single request comes from enqueue_job's typed arguments, whose JSON always parses
-    -- back: the rules as one plpgsql expression, no query, no subtransaction.
+    -- back: the rules as one plpgsql expression, no query, no subtransaction; a request of
+    -- only a type and a payload needs the first part of the rules alone.
     IF p_single THEN
-        v_bad_code := pgrun._enqueue_invalid_code(p_requests -> 0);
+        IF p_requests -> 0 ?| '{queue,priority,run_at,delay,max_attempts,timeout_seconds,idempotency_key,organization_id}'::text[] THEN
+            v_bad_code := pgrun._enqueue_invalid_code(p_requests -> 0);
+        ELSE
+            v_bad_code := pgrun._enqueue_invalid_code_basic(p_requests -> 0);
+        END IF;
         v_bad_ord := CASE WHEN v_bad_code IS NOT NULL THEN 1 END;
     ELSE
         SELECT c.bad_ordinality, c.bad_code INTO v_bad_ord, v_bad_code

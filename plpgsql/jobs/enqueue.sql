@@ -129,7 +129,9 @@ BEGIN
     v_organization_id := pgrun._enqueue_check_requests(jsonb_build_array(v_request), true);
     v_organization_id := coalesce(enqueue_job.organization_id, v_organization_id);
 
-    SELECT s.id INTO v_id FROM pgrun._uuidv7_series(1) AS s (id);
+    -- one id: uuidv7() as an expression, not _uuidv7_series(1) through a query (~10 us less;
+    -- both advance the session's one UUIDv7 sequence)
+    v_id := pgrun.uuidv7();
     v_payload := pgrun._enqueue_payload(enqueue_job.payload);
     v_result.job_id := v_id;
     v_result.created := TRUE;
