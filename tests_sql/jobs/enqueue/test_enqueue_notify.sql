@@ -3,7 +3,7 @@
 -- and never a trigger. (NOTIFY is delivered at commit, so here the private helper is swapped for a
 -- recorder; the lead's pytest proves delivery to a LISTENing session.)
 BEGIN;
-SELECT plan(7);
+SELECT plan(9);
 
 -- TEST: one place notifies, on channel pgrun_jobs, and no trigger does
 SELECT is(
@@ -53,6 +53,19 @@ SELECT results_eq('SELECT queues FROM notify_calls', $$VALUES (ARRAY['mail 18934
 TRUNCATE notify_calls;
 SELECT pgrun.enqueue_job('a', queue => 'mail', idempotency_key => 'k');
 SELECT is_empty('SELECT * FROM notify_calls', 'a keyed retry notifies nobody');
+
+-- TEST: several delayed jobs of one queue: its earliest due time, rounded up to the
+-- millisecond (a worker woken then finds the job due); one job alone is rounded the same way
+TRUNCATE notify_calls;
+SELECT count(*) FROM pgrun.enqueue_jobs($$[
+    {"job_type": "a", "queue": "later", "delay": 60}, {"job_type": "b", "queue": "later", "delay": 30.0005}
+]$$);
+SELECT results_eq('SELECT queues FROM notify_calls', $$VALUES (ARRAY['later 1893456030001'])$$,
+    'the earliest of the queue''s due times, in whole milliseconds rounded up');
+TRUNCATE notify_calls;
+SELECT pgrun.enqueue_job('a', queue => 'soon', delay => interval '0.0004 seconds');
+SELECT results_eq('SELECT queues FROM notify_calls', $$VALUES (ARRAY['soon 1893456000001'])$$,
+    'a single delayed job''s due time is rounded up too');
 
 SELECT * FROM finish();
 ROLLBACK;
