@@ -223,3 +223,17 @@ def test_a_stopping_worker_hands_back_the_jobs_of_a_claim_in_flight(
     assert starts == [], "nothing starts once the worker is stopping"
     assert [j["status"] for j in jobs] == ["queued"] * 5
     assert [(j["attempt"], j["attempts"]) for j in jobs] == [(0, [])] * 5
+
+
+def test_a_claim_task_cancelled_before_it_ran_does_not_hold_up_the_shutdown() -> None:
+    """Cancelled before its first step (the event loop closing), a claim task never runs its
+    own clean-up; the shutdown still ends and forgets what it had asked for."""
+
+    async def main() -> tuple[dict[Any, int], int]:
+        worker = Worker(App(), AsyncClient.__new__(AsyncClient), Config())
+        worker._start_claim(5, [])
+        next(iter(worker._claiming)).cancel()
+        await asyncio.wait_for(worker._shutdown(), 5)
+        return worker._claiming, worker._asked
+
+    assert asyncio.run(main()) == ({}, 0)

@@ -1057,6 +1057,9 @@ class Worker:
         # jobs leased to no one): they finish, and their jobs join the queue handed back.
         while self._claiming:
             await asyncio.wait(set(self._claiming))
+            for task in [task for task in self._claiming if task.done()]:
+                # only a claim task cancelled before it ever ran is still listed
+                self._asked -= self._claiming.pop(task)
         # Jobs claimed ahead and not started go back to the queue at once (another worker may
         # take them now), not when their leases would have expired.
         waiting = list(self._queue)
