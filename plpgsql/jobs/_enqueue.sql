@@ -138,6 +138,23 @@ REVOKE EXECUTE ON FUNCTION pgrun._enqueue_integer_in(text, numeric, numeric) FRO
 COMMENT ON FUNCTION pgrun._enqueue_integer_in(text, numeric, numeric) IS
 'Private: whether a JSON number''s text is an integer in p_lo..p_hi.';
 
+-- Whether an element names any optional field (a key given as JSON null counts): which part
+-- of the field rules it needs. Inlined.
+CREATE OR REPLACE FUNCTION pgrun._enqueue_has_options(p_elem jsonb)
+RETURNS boolean
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+AS $$
+    SELECT p_elem OPERATOR(pg_catalog.?|) '{queue,priority,run_at,delay,max_attempts,timeout_seconds,idempotency_key,organization_id}'::pg_catalog.text[]
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._enqueue_has_options(jsonb) FROM public;
+
+COMMENT ON FUNCTION pgrun._enqueue_has_options(jsonb) IS
+'Private: whether an enqueue request element has a key besides job_type and payload (JSON null included), '
+'so the optional fields'' rules apply to it.';
+
 -- THE field rules of one enqueue request element, in the order they are checked: the error
 -- code of the first one it breaks, or NULL. SQL without a SET clause, so the planner
 -- inlines it: into _enqueue_first_invalid's statement over a whole array, and into a
@@ -197,7 +214,7 @@ PARALLEL SAFE
 AS $$
     SELECT coalesce(pgrun._enqueue_invalid_code_basic(p_elem), CASE
         -- the common element has nothing else: one cheap test instead of many
-        WHEN NOT p_elem OPERATOR(pg_catalog.?|) '{queue,priority,run_at,delay,max_attempts,timeout_seconds,idempotency_key,organization_id}'::pg_catalog.text[]
+        WHEN NOT pgrun._enqueue_has_options(p_elem)
             THEN NULL
         WHEN p_elem OPERATOR(pg_catalog.?) 'queue' AND (
             pg_catalog.jsonb_typeof(p_elem OPERATOR(pg_catalog.->) 'queue')
@@ -500,7 +517,7 @@ BEGIN
     -- back: the rules as one plpgsql expression, no query, no subtransaction; a request of
     -- only a type and a payload needs the first part of the rules alone.
     IF p_single THEN
-        IF p_requests -> 0 ?| '{queue,priority,run_at,delay,max_attempts,timeout_seconds,idempotency_key,organization_id}'::text[] THEN
+        IF pgrun._enqueue_has_options(p_requests -> 0) THEN
             v_bad_code := pgrun._enqueue_invalid_code(p_requests -> 0);
         ELSE
             v_bad_code := pgrun._enqueue_invalid_code_basic(p_requests -> 0);

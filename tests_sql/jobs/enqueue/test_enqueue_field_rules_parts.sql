@@ -4,7 +4,7 @@
 -- part passed. This pins that the parts decide exactly what the whole does, in the same
 -- order, and that the single enqueue's id (uuidv7()) continues the session's one sequence.
 BEGIN;
-SELECT plan(9);
+SELECT plan(10);
 
 -- SETUP
 CREATE TEMP TABLE elems (label text, elem jsonb) ON COMMIT DROP;
@@ -30,6 +30,15 @@ SELECT results_eq(
         ('a payload that is an array', 'job.invalid_payload'), ('an unknown key', 'job.invalid_batch'),
         ('not an object', 'job.invalid_batch')$$,
     'the first part judges keys, type and payload, and passes what only optional fields break'
+);
+
+-- TEST: which elements need the optional fields' rules (a key given as JSON null counts)
+SELECT results_eq(
+    $$SELECT label, pgrun._enqueue_has_options(elem) FROM elems WHERE jsonb_typeof(elem) = 'object' ORDER BY label$$,
+    $$VALUES ('a bad key', true), ('a bad priority', true), ('a bad queue', true), ('a bad type', false),
+        ('a bad type and a bad priority', true), ('a good element', false),
+        ('a payload nested too deep', false), ('a payload that is an array', false), ('an unknown key', false)$$,
+    'an element needs the optional rules exactly when it names an optional field'
 );
 
 -- TEST: the whole: the first part's code wins, else the optional fields' rules
