@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
+import psycopg
 import pytest
 
 from pgrun.app import App, JobContext
@@ -237,3 +238,28 @@ def test_a_claim_task_cancelled_before_it_ran_does_not_hold_up_the_shutdown() ->
         return worker._claiming, worker._asked
 
     assert asyncio.run(main()) == ({}, 0)
+
+
+def test_a_claim_refused_for_good_stops_the_worker(db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A refusal retrying will not fix (here: permission denied) is not retried in a loop: the
+    worker's run raises it, after its shutdown, and no claim is sent after it."""
+    calls = 0
+
+    async def refused(real: ClaimJobs, client: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        nonlocal calls
+        calls += 1
+        raise psycopg.errors.InsufficientPrivilege("permission denied for function claim_jobs")
+
+    _wrap_claims(monkeypatch, refused)
+
+    async def main() -> None:
+        client = await AsyncClient.connect(db)
+        try:
+            worker = Worker(_app([]), client, fast_config(db))
+            await asyncio.wait_for(worker.run(asyncio.Event()), 20)
+        finally:
+            await client.close()
+
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        asyncio.run(main())
+    assert calls == 1

@@ -10,14 +10,15 @@ One ``Worker`` is a handful of asyncio tasks sharing one connection pool:
   ``min(room, JOBS_CLAIM_BATCH_SIZE)`` jobs, room being the slots plus the bound minus what
   the worker holds and has asked for; at most ``JOBS_CLAIMS_IN_FLIGHT`` claims (default 1)
   run at once: with more, a fast worker whose queue runs low does not wait out one claim's
-  round trip before asking again. A free slot takes the next job from the queue (``_dispatch``) and runs its
-  handler task, so a freed slot never waits for a claim round trip, and the next claim is
-  in flight while handlers run and outcomes are written. The queue is kept in claim order
-  (priority, run_at, id): a claim's jobs are merged in, so a job of better priority claimed
-  later goes ahead of the held jobs not started yet, and claims answering out of order
-  start their jobs in order. When a claim comes back short (and no NOTIFY came while it
-  ran) the queue is drained: the loop sleeps until a NOTIFY, a freed slot after a full
-  claim, or the poll interval. ``JOBS_PREFETCH=0`` claims only for free slots.
+  round trip before asking again. A free slot takes the next job from the queue
+  (``_dispatch``) and runs its handler task, so a freed slot never waits for a claim round
+  trip, and the next claim is in flight while handlers run and outcomes are written. The
+  queue is kept in claim order (priority, run_at, id): a claim's jobs are merged in, so a
+  job of better priority claimed later goes ahead of the held jobs not started yet, and
+  claims answering out of order start their jobs in order. When a claim comes back short
+  (and no NOTIFY came while it ran) the queue is drained: the loop sleeps until a NOTIFY, a
+  freed slot after a full claim, or the poll interval. ``JOBS_PREFETCH=0`` claims only for
+  free slots.
 * **listener** (``_listen``) — its own connection, ``LISTEN pgrun_jobs``, blocked in
   ``notifies()``: the enqueue functions notify once per queue per statement, so an idle
   worker wakes within a millisecond or two instead of at its next poll.
@@ -75,8 +76,8 @@ answered for each outcome are reported to a ``pgrun.metrics.WorkerMetrics``; wit
 Stopping (``stop`` set, e.g. by SIGTERM): claim nothing more, let the claims in flight answer,
 hand the jobs waiting in the local queue back at once (``release_jobs``: queued again, no
 attempt spent), give running handlers ``JOBS_SHUTDOWN_GRACE_SECONDS`` to finish, write their
-outcomes, and return. Handlers
-still running after that are abandoned; their leases expire and the reaper retries them.
+outcomes, and return. Handlers still running after that are abandoned; their leases expire
+and the reaper retries them.
 """
 
 from __future__ import annotations
@@ -342,9 +343,11 @@ class Worker:
 
     async def _claim_loop(self, stop: asyncio.Event) -> None:
         job_types = sorted(self.app.job_types)
-        while not stop.is_set():
+        while True:
             if self._claim_error is not None:
                 raise self._claim_error
+            if stop.is_set():
+                return
             wanted = self._claim_size()
             if wanted:
                 self._start_claim(wanted, job_types)
@@ -360,8 +363,6 @@ class Worker:
                     await self._wake.wait()
             except TimeoutError:
                 self._maybe_ready = True
-            if self._claim_error is not None:
-                raise self._claim_error
 
     def _claim_size(self) -> int:
         """How many jobs to claim now (0: none). At most ``claims_in_flight`` claims at a time;
