@@ -22,8 +22,8 @@ SELECT results_eq(
 );
 SELECT is(
     (SELECT array_agg(status) FROM pgrun.count_jobs()),
-    (SELECT array_agg(m[1]) FROM pg_constraint AS c,
-        regexp_matches(pg_get_constraintdef(c.oid), '''([a-z_]+)''::text', 'g') AS m
+    (SELECT (regexp_match(pg_get_constraintdef(c.oid), '''(\{[a-z_,]+\})''::text\[\]'))[1]::text[]
+     FROM pg_constraint AS c
      WHERE c.conrelid = 'pgrun.jobs'::regclass AND c.conname = 'jobs_status_check'),
     'the statuses are exactly those of the jobs table''s CHECK, in its order'
 );
