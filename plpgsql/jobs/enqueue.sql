@@ -92,6 +92,7 @@ DECLARE
     v_delay_seconds numeric := extract(EPOCH FROM enqueue_job.delay);
     v_request jsonb;
     v_organization_id uuid;
+    v_slot bigint;
     v_id uuid;
     v_payload jsonb;
     v_snapshot jsonb;
@@ -129,9 +130,12 @@ BEGIN
     v_organization_id := pgrun._enqueue_check_requests(jsonb_build_array(v_request), true);
     v_organization_id := coalesce(enqueue_job.organization_id, v_organization_id);
 
-    -- one id: uuidv7() as an expression, not _uuidv7_series(1) through a query (~10 us less;
-    -- both advance the session's one UUIDv7 sequence)
-    v_id := pgrun.uuidv7();
+    -- one id: a slot reserved, then its id as an inlined expression, not _uuidv7_series(1)
+    -- through a query nor uuidv7() (a SET clause and a strong random draw); all three advance
+    -- the session's one UUIDv7 sequence. Two steps: a volatile argument used twice would keep
+    -- the planner from inlining _uuidv7_at.
+    v_slot := pgrun._uuidv7_reserve(1);
+    v_id := pgrun._uuidv7_at(v_slot);
     v_payload := pgrun._enqueue_payload(enqueue_job.payload);
     v_result.job_id := v_id;
     v_result.created := TRUE;
