@@ -238,7 +238,19 @@ def _first_value(rows: list[tuple[Any, ...]]) -> Any:
 _DICT_FILL_FIELDS = 7
 
 
+_ROW_FACTORIES: dict[type[Any], BaseRowFactory[Any]] = {}
+
+
 def _record_row(cls: type[T]) -> BaseRowFactory[T]:
+    """The row factory of ``cls`` (_make_record_row), made once per class: every call's
+    builder asks for it (2.2 of a single enqueue builder's 5.6 µs when made each time)."""
+    factory = _ROW_FACTORIES.get(cls)
+    if factory is None:
+        factory = _ROW_FACTORIES[cls] = _make_record_row(cls)
+    return factory
+
+
+def _make_record_row(cls: type[T]) -> BaseRowFactory[T]:
     """Rows as ``cls`` (a frozen result dataclass): built from the values in order when the
     query's columns are the class's fields in order (naming each field costs twice the time),
     a wide class's by filling its instance dictionary (_DICT_FILL_FIELDS; the worker builds
