@@ -1,0 +1,144 @@
+"""One-job calls of this checkout against an older commit, interleaved call by call.
+
+What a single enqueue, an idle worker's claim of one job and the completion of one job cost,
+for changes too small for bench/ab_bench.py's alternating rounds to see on a shared machine
+(its rounds move by ±20 %). Both schemas live in one server, each in its own database, called
+by a login role of its pgrun_admin (no superuser: a superuser skips the privilege checks):
+one connection per schema, and every cycle (enqueue_job, claim_jobs, complete_jobs, each its
+own transaction) runs on one and then on the other, in turns, so drift falls on both alike.
+Each step's per-call time is the median of its calls (spikes from the host do not move it);
+a round's ratio is head / base of those medians, and the result is the median over rounds.
+
+With --sync off (the default) a commit does not wait for the WAL flush, so the time is the
+server's work and the round trip; --sync on adds the flush of a durable commit. Unlike
+server_cpu_bench.py, whose calls share one transaction inside a DO block, every call here is a
+transaction of its own, as a web request's enqueue and an idle worker's claim are: what plpgsql
+and the executor set up again in each transaction is counted.
+
+Usage: python bench/call_ab.py --base REF [--rounds 3] [--calls 3000] [--sync off|on]
+Without DATABASE_URL it starts an embedded server (durable settings).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from ab_bench import BASE_PREFIX, migrate_from, schema_at
+from jobs_bench import server
+from pgrun.testing import login_roles, scratch_database
+
+STEPS = ("enqueue_job", "claim_jobs (one job)", "complete_jobs (one job)")
+WARMUP = 300
+
+
+def cycle(conn: psycopg.Connection[Any]) -> tuple[float, float, float]:
+    """One job through its life, each call its own transaction; seconds per step."""
+    clock = time.perf_counter
+    t0 = clock()
+    conn.execute("SELECT count(*) FROM pgrun.enqueue_job('bench.noop', '{\"n\": 1}')").fetchall()
+    t1 = clock()
+    rows = conn.execute("SELECT job_id, lease_token FROM pgrun.claim_jobs('call-ab', 60, 10)").fetchall()
+    t2 = clock()
+    conn.execute(
+        "SELECT count(*) FROM pgrun.complete_jobs(%s::uuid[], %s::uuid[], NULL)",
+        ([r[0] for r in rows], [r[1] for r in rows]),
+    ).fetchall()
+    t3 = clock()
+    assert len(rows) == 1, rows
+    return t1 - t0, t2 - t1, t3 - t2
+
+
+def run_round(dsns: dict[str, str], calls: int, sync: str) -> dict[str, list[float]]:
+    """Per-step medians (µs) of ``calls`` cycles on each side, interleaved one by one."""
+    conns = {
+        name: psycopg.connect(dsn, autocommit=True, options=f"-c synchronous_commit={sync}")
+        for name, dsn in dsns.items()
+    }
+    try:
+        names = list(conns)
+        for _ in range(WARMUP):
+            for name in names:
+                cycle(conns[name])
+        got: dict[str, list[tuple[float, float, float]]] = {name: [] for name in names}
+        for n in range(calls):
+            for name in names if n % 2 == 0 else names[::-1]:
+                got[name].append(cycle(conns[name]))
+    finally:
+        for conn in conns.values():
+            conn.close()
+    return {
+        name: [statistics.median(c[i] for c in cycles) * 1e6 for i in range(len(STEPS))]
+        for name, cycles in got.items()
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--base", required=True, help="the commit to compare with")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--calls", type=int, default=3000, help="cycles per side and round")
+    parser.add_argument("--sync", choices=("off", "on"), default="off")
+    parser.add_argument("--json", default="bench/results/call_ab.json")
+    args = parser.parse_args()
+
+    rounds: list[dict[str, list[float]]] = []
+    with (
+        server(False) as admin,
+        schema_at(args.base) as base_schema,
+        scratch_database(admin, prefix="pgrun_call_head") as head,
+        scratch_database(admin, prefix="pgrun_call_base") as base,
+    ):
+        has_roles = (base_schema / "sql" / "0007_access.sql").exists()
+        if not has_roles:
+            parser.error("--base must have the role model (migration 0007)")
+        migrate_from(head, None)
+        migrate_from(base, base_schema, prefix=BASE_PREFIX)
+        with (
+            login_roles(admin, {"admin": "admin"}) as made,
+            login_roles(admin, {"base_admin": "admin"}, prefix=BASE_PREFIX) as made_base,
+        ):
+            dsns = {"base": made_base["base_admin"].dsn(base), "head": made["admin"].dsn(head)}
+            for n in range(args.rounds):
+                got = run_round(dsns, args.calls, args.sync)
+                rounds.append(got)
+                print(
+                    f"round {n + 1}: "
+                    + ", ".join(
+                        f"{step} {got['base'][i]:.0f} -> {got['head'][i]:.0f} us"
+                        for i, step in enumerate(STEPS)
+                    ),
+                    flush=True,
+                )
+
+    ratios = {
+        step: statistics.median(r["head"][i] / r["base"][i] for r in rounds) for i, step in enumerate(STEPS)
+    }
+    medians = {
+        side: {step: statistics.median(r[side][i] for r in rounds) for i, step in enumerate(STEPS)}
+        for side in ("base", "head")
+    }
+    print()
+    print(f"| call (synchronous_commit {args.sync}) | base {args.base}, µs | head, µs | head / base |")
+    print("|---|---:|---:|---:|")
+    for step in STEPS:
+        print(f"| {step} | {medians['base'][step]:.0f} | {medians['head'][step]:.0f} | {ratios[step]:.3f} |")
+    results = {"base": args.base, "sync": args.sync, "rounds": rounds, "medians": medians, "ratios": ratios}
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
