@@ -9,6 +9,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -199,8 +200,16 @@ def test_bulk_enqueue_notifies_once_per_queue_per_statement(db: str) -> None:
         jobs += [{"job_type": "b.job", "queue": "beta"} for _ in range(50)]
         producer.execute("SELECT count(*) FROM pgrun.enqueue_jobs(%s)", (Jsonb(jobs),))
         producer.execute("SELECT * FROM pgrun.enqueue_job(job_type => 'c.job', queue => 'alpha')")
+        due = producer.execute(
+            "SELECT run_at FROM pgrun.enqueue_job(job_type => 'd.job', queue => 'gamma', delay => '60 s')"
+        ).fetchone()
         payloads = [n.payload for n in listener.notifies(timeout=1.0)]
-    assert sorted(payloads) == ["alpha", "alpha", "beta"]
+    assert due is not None
+    # a single enqueue's notification is sent directly (no grouping): a delayed job's carries
+    # its due time in Unix milliseconds, rounded up
+    due_us = (due[0] - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
+    due_ms = -(-due_us // 1000)
+    assert sorted(payloads) == ["alpha", "alpha", "beta", f"gamma {due_ms}"]
 
 
 @pytest.mark.parametrize(

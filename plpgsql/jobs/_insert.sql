@@ -15,15 +15,16 @@
 --   job row (created_at, workflow_run_id / workflow_step_key, schedule_id), and enqueue
 --   records no actor; get_job_history derives the job's 'enqueued' event from the row.
 --   Old 'enqueued' rows stay valid. Keyed rows go in ON CONFLICT DO
---   NOTHING on jobs_idempotency_idx (rows without a key never conflict). Then one
---   pgrun._enqueue_notify_queues call: the queue name for each queue that got a job ready now, and
+--   NOTHING on jobs_idempotency_idx (rows without a key never conflict). Then the
+--   notifications (pgrun._enqueue_notify, once per payload): the queue name for each queue that got a job ready now, and
 --   '<queue> <due>' for each queue that got delayed jobs, <due> the earliest run_at in Unix
 --   milliseconds, rounded up (pgrun._enqueue_notify_payload). Returns the ids it inserted
 --   (NULL when none): a keyed element that conflicted is missing, and the door decides what
 --   that means.
 --
--- * _enqueue_notify_queues(payloads): one pg_notify('pgrun_jobs', payload) per distinct payload, in
---   order; the one place that calls pg_notify for new jobs (the pgTAP fixtures swap it for
+-- * _enqueue_notify(payload): pg_notify('pgrun_jobs', payload), the one place that calls
+--   pg_notify for new jobs; _enqueue_notify_queues(payloads) calls it once per distinct
+--   payload, in order, for a call that made several jobs (the pgTAP fixtures swap both for
 --   a recorder, tests_sql/fixtures/11_front_door.sql).
 --
 -- Locks: _enqueue_insert_jobs locks the rows it inserts; a keyed insert waits for an
@@ -100,12 +101,11 @@ BEGIN
 
     -- The NOTIFY payloads: each queue that got a job ready now, and for each queue that got
     -- delayed jobs its earliest due time. One job (a single enqueue, most releases and
-    -- fires) makes its payload directly: the grouping query costs ~45 us to set up in
-    -- every transaction.
+    -- fires) makes its payload directly and sends it through the inlined
+    -- pgrun._enqueue_notify: the grouping query costs ~45 us to set up in every transaction,
+    -- a plpgsql call around one pg_notify ~20 us.
     IF cardinality(v_inserted) = 1 THEN
-        PERFORM pgrun._enqueue_notify_queues(
-            ARRAY[pgrun._enqueue_notify_payload(v_queues[1], v_run_ats[1], v_now)]
-        );
+        PERFORM pgrun._enqueue_notify(pgrun._enqueue_notify_payload(v_queues[1], v_run_ats[1], v_now));
     ELSIF v_inserted IS NOT NULL THEN
         SELECT array_agg(x.payload) INTO v_payloads FROM (
             SELECT DISTINCT u.queue AS payload
@@ -154,16 +154,34 @@ COMMENT ON FUNCTION pgrun._enqueue_notify_payload(text, timestamptz, timestamptz
 'Private: the NOTIFY payload for new jobs of one queue: the queue when ready now, else the queue and the '
 'earliest due time in Unix milliseconds.';
 
--- Wakes idle workers: one pg_notify per distinct payload (a queue name: jobs ready now; a
--- queue name, a blank and a due time in Unix milliseconds: delayed jobs), in order.
+-- Wakes idle workers: THE pg_notify for new jobs, of one payload (a queue name: jobs ready
+-- now; a queue name, a blank and a due time in Unix milliseconds: delayed jobs). SQL without a
+-- SET clause: inlined into the expression or statement that asks, so a single enqueue's
+-- notification costs no function call.
+CREATE OR REPLACE FUNCTION pgrun._enqueue_notify(p_payload text)
+RETURNS void
+LANGUAGE sql
+VOLATILE
+AS $$
+    SELECT pg_catalog.pg_notify('pgrun_jobs', p_payload)
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._enqueue_notify(text) FROM public;
+
+COMMENT ON FUNCTION pgrun._enqueue_notify(text) IS
+'Private: pg_notify(''pgrun_jobs'', payload), the one call that announces new jobs (queue, or queue and due '
+'time in Unix ms).';
+
+-- The payloads of several new jobs: one notification per distinct payload, in order.
 CREATE OR REPLACE FUNCTION pgrun._enqueue_notify_queues(p_queues text[])
 RETURNS void
 LANGUAGE plpgsql
 VOLATILE
 AS $$
 BEGIN
-    -- plpgsql, not sql: a sql function is parsed and planned again on every call
-    PERFORM pg_catalog.pg_notify('pgrun_jobs', q.queue)
+    -- plpgsql, not sql: a sql function whose body is a query is parsed and planned again on
+    -- every call
+    PERFORM pgrun._enqueue_notify(q.queue)
     FROM (SELECT DISTINCT u.queue FROM unnest(p_queues) AS u (queue) ORDER BY u.queue) AS q;
 END;
 $$;
@@ -171,5 +189,5 @@ $$;
 REVOKE EXECUTE ON FUNCTION pgrun._enqueue_notify_queues(text[]) FROM public;
 
 COMMENT ON FUNCTION pgrun._enqueue_notify_queues(text[]) IS
-'Private: pg_notify(''pgrun_jobs'', payload) once per distinct payload (queue, or queue and due time in '
-'Unix ms); the one insert of new jobs (pgrun._enqueue_insert_jobs) calls it once per call.';
+'Private: pgrun._enqueue_notify once per distinct payload (queue, or queue and due time in Unix ms); the one '
+'insert of new jobs (pgrun._enqueue_insert_jobs) calls it for a call that made several jobs.';

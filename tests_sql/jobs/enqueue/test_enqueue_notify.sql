@@ -8,14 +8,15 @@ SELECT plan(9);
 -- TEST: one place notifies, on channel pgrun_jobs, and no trigger does
 SELECT is(
     (SELECT string_agg(p.proname, ', ') FROM pg_proc AS p
-     WHERE p.pronamespace = 'pgrun'::regnamespace AND p.prosrc ~ 'pg_notify'),
-    '_enqueue_notify_queues',
-    'pgrun._enqueue_notify_queues is the only pgrun function calling pg_notify'
+     WHERE p.pronamespace = 'pgrun'::regnamespace AND p.prosrc ~ 'pg_notify\('),
+    '_enqueue_notify',
+    'pgrun._enqueue_notify is the only pgrun function calling pg_notify'
 );
 SELECT ok(
-    (SELECT prosrc ~ $re$pg_notify\('pgrun_jobs', q\.queue\)$re$ FROM pg_proc WHERE oid = 'pgrun._enqueue_notify_queues(text[])'::regprocedure)
+    (SELECT prosrc ~ $re$pg_notify\('pgrun_jobs', p_payload\)$re$ FROM pg_proc WHERE oid = 'pgrun._enqueue_notify(text)'::regprocedure)
+    AND (SELECT prosrc ~ $re$pgrun\._enqueue_notify\(q\.queue\)$re$ FROM pg_proc WHERE oid = 'pgrun._enqueue_notify_queues(text[])'::regprocedure)
     AND NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = 'pgrun.jobs'::regclass AND NOT tgisinternal),
-    'it sends the queue name on channel pgrun_jobs, and pgrun.jobs has no trigger'
+    'it sends the payload on channel pgrun_jobs, the several-jobs helper goes through it, and pgrun.jobs has no trigger'
 );
 
 -- SETUP
