@@ -183,14 +183,36 @@ def _loads(data: str | bytes) -> Any:
         return UndecodableJson("nested deeper than Python's json module decodes", len(raw))
 
 
+#: Names PostgreSQL gives UTC (a server's TimeZone is often Etc/UTC, initdb's pick on most
+#: Linux hosts). psycopg hands back timestamps of a session in "UTC" with datetime.timezone.utc
+#: and of any other zone through a ZoneInfo conversion per value: 0.95 against 0.38 µs a
+#: timestamptz, and a claimed job carries three.
+_UTC_ALIASES = frozenset({"Etc/UTC", "Etc/UCT", "UCT", "Etc/Universal", "Universal", "Etc/Zulu", "Zulu"})
+_SET_UTC = "SET TimeZone = 'UTC'"
+
+
+def _utc_alias(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bool:
+    """Whether the session's time zone is UTC under another name (renaming it to UTC changes
+    no value and no computation, only the tzinfo psycopg attaches: timezone.utc)."""
+    return conn.info.parameter_status("TimeZone") in _UTC_ALIASES
+
+
 def configure_connection(conn: psycopg.Connection[Any]) -> None:
-    """How every pgrun client connection decodes JSON (a pool's ``configure``)."""
+    """How every pgrun client connection decodes JSON and timestamps (a pool's ``configure``)."""
     set_json_loads(_loads, conn)
+    if _utc_alias(conn):
+        conn.execute(_SET_UTC)
+        if not conn.autocommit:
+            conn.commit()
 
 
 async def configure_async_connection(conn: psycopg.AsyncConnection[Any]) -> None:
     """configure_connection for an AsyncConnectionPool."""
     set_json_loads(_loads, conn)
+    if _utc_alias(conn):
+        await conn.execute(_SET_UTC)
+        if not conn.autocommit:
+            await conn.commit()
 
 
 @dataclass(frozen=True)
