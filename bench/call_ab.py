@@ -15,7 +15,11 @@ server_cpu_bench.py, whose calls share one transaction inside a DO block, every 
 transaction of its own, as a web request's enqueue and an idle worker's claim are: what plpgsql
 and the executor set up again in each transaction is counted.
 
-Usage: python bench/call_ab.py --base REF [--rounds 3] [--calls 3000] [--sync off|on]
+With --batch N (N > 1) a cycle is enqueue_jobs of N jobs, claim_jobs of N and complete_jobs of
+N instead: the other side of a change that moves cost between statements and rows (what a
+worker's batches pay). Use fewer --calls then (a cycle of 500 jobs takes ~30 ms a side).
+
+Usage: python bench/call_ab.py --base REF [--rounds 3] [--calls 3000] [--sync off|on] [--batch 1]
 Without DATABASE_URL it starts an embedded server (durable settings).
 """
 
@@ -37,28 +41,45 @@ from ab_bench import BASE_PREFIX, migrate_from, schema_at
 from jobs_bench import server
 from pgrun.testing import login_roles, scratch_database
 
-STEPS = ("enqueue_job", "claim_jobs (one job)", "complete_jobs (one job)")
 WARMUP = 300
 
 
-def cycle(conn: psycopg.Connection[Any]) -> tuple[float, float, float]:
-    """One job through its life, each call its own transaction; seconds per step."""
+def steps(batch: int) -> tuple[str, str, str]:
+    if batch == 1:
+        return ("enqueue_job", "claim_jobs (one job)", "complete_jobs (one job)")
+    return (f"enqueue_jobs ({batch} jobs)", f"claim_jobs ({batch} jobs)", f"complete_jobs ({batch} jobs)")
+
+
+def cycle(conn: psycopg.Connection[Any], batch: int) -> tuple[float, float, float]:
+    """``batch`` jobs through their life (one job: enqueue_job; more: enqueue_jobs), each call
+    its own transaction; seconds per step."""
     clock = time.perf_counter
     t0 = clock()
-    conn.execute("SELECT count(*) FROM pgrun.enqueue_job('bench.noop', '{\"n\": 1}')").fetchall()
+    if batch == 1:
+        conn.execute("SELECT count(*) FROM pgrun.enqueue_job('bench.noop', '{\"n\": 1}')").fetchall()
+    else:
+        conn.execute(
+            "SELECT count(*) FROM pgrun.enqueue_jobs(("
+            "SELECT jsonb_agg(jsonb_build_object("
+            "'job_type', 'bench.noop', 'payload', jsonb_build_object('n', i))"
+            ") FROM generate_series(1, %s) AS i))",
+            (batch,),
+        ).fetchall()
     t1 = clock()
-    rows = conn.execute("SELECT job_id, lease_token FROM pgrun.claim_jobs('call-ab', 60, 10)").fetchall()
+    rows = conn.execute(
+        "SELECT job_id, lease_token FROM pgrun.claim_jobs('call-ab', 60, %s)", (max(10, batch),)
+    ).fetchall()
     t2 = clock()
     conn.execute(
         "SELECT count(*) FROM pgrun.complete_jobs(%s::uuid[], %s::uuid[], NULL)",
         ([r[0] for r in rows], [r[1] for r in rows]),
     ).fetchall()
     t3 = clock()
-    assert len(rows) == 1, rows
+    assert len(rows) == batch, (len(rows), batch)
     return t1 - t0, t2 - t1, t3 - t2
 
 
-def run_round(dsns: dict[str, str], calls: int, sync: str) -> dict[str, list[float]]:
+def run_round(dsns: dict[str, str], calls: int, sync: str, batch: int) -> dict[str, list[float]]:
     """Per-step medians (µs) of ``calls`` cycles on each side, interleaved one by one."""
     conns = {
         name: psycopg.connect(dsn, autocommit=True, options=f"-c synchronous_commit={sync}")
@@ -66,18 +87,18 @@ def run_round(dsns: dict[str, str], calls: int, sync: str) -> dict[str, list[flo
     }
     try:
         names = list(conns)
-        for _ in range(WARMUP):
+        for _ in range(max(3, WARMUP // batch)):
             for name in names:
-                cycle(conns[name])
+                cycle(conns[name], batch)
         got: dict[str, list[tuple[float, float, float]]] = {name: [] for name in names}
         for n in range(calls):
             for name in names if n % 2 == 0 else names[::-1]:
-                got[name].append(cycle(conns[name]))
+                got[name].append(cycle(conns[name], batch))
     finally:
         for conn in conns.values():
             conn.close()
     return {
-        name: [statistics.median(c[i] for c in cycles) * 1e6 for i in range(len(STEPS))]
+        name: [statistics.median(c[i] for c in cycles) * 1e6 for i in range(3)]
         for name, cycles in got.items()
     }
 
@@ -90,9 +111,15 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--calls", type=int, default=3000, help="cycles per side and round")
     parser.add_argument("--sync", choices=("off", "on"), default="off")
+    parser.add_argument(
+        "--batch", type=int, default=1, help="jobs per call (more than one: enqueue_jobs, claims that size)"
+    )
     parser.add_argument("--json", default="bench/results/call_ab.json")
     args = parser.parse_args()
 
+    if not 1 <= args.batch <= 1000:
+        parser.error("--batch is 1..1000 (claim_jobs' max_jobs)")
+    step_names = steps(args.batch)
     rounds: list[dict[str, list[float]]] = []
     with (
         server(False) as admin,
@@ -111,30 +138,38 @@ def main() -> int:
         ):
             dsns = {"base": made_base["base_admin"].dsn(base), "head": made["admin"].dsn(head)}
             for n in range(args.rounds):
-                got = run_round(dsns, args.calls, args.sync)
+                got = run_round(dsns, args.calls, args.sync, args.batch)
                 rounds.append(got)
                 print(
                     f"round {n + 1}: "
                     + ", ".join(
                         f"{step} {got['base'][i]:.0f} -> {got['head'][i]:.0f} us"
-                        for i, step in enumerate(STEPS)
+                        for i, step in enumerate(step_names)
                     ),
                     flush=True,
                 )
 
     ratios = {
-        step: statistics.median(r["head"][i] / r["base"][i] for r in rounds) for i, step in enumerate(STEPS)
+        step: statistics.median(r["head"][i] / r["base"][i] for r in rounds)
+        for i, step in enumerate(step_names)
     }
     medians = {
-        side: {step: statistics.median(r[side][i] for r in rounds) for i, step in enumerate(STEPS)}
+        side: {step: statistics.median(r[side][i] for r in rounds) for i, step in enumerate(step_names)}
         for side in ("base", "head")
     }
     print()
     print(f"| call (synchronous_commit {args.sync}) | base {args.base}, µs | head, µs | head / base |")
     print("|---|---:|---:|---:|")
-    for step in STEPS:
+    for step in step_names:
         print(f"| {step} | {medians['base'][step]:.0f} | {medians['head'][step]:.0f} | {ratios[step]:.3f} |")
-    results = {"base": args.base, "sync": args.sync, "rounds": rounds, "medians": medians, "ratios": ratios}
+    results = {
+        "base": args.base,
+        "sync": args.sync,
+        "batch": args.batch,
+        "rounds": rounds,
+        "medians": medians,
+        "ratios": ratios,
+    }
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(results, indent=2))
     return 0
