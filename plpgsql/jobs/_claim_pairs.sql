@@ -3,8 +3,8 @@
 -- reading at most 4 x max_jobs + 100 entries; when that walk comes back short, stopped at
 -- that bound, with a filter or a left-out type in play, it calls this for the rest: up to
 -- p_want ready jobs the claimer may take, in claim order, none of p_taken (the rows the walk
--- locked), locked FOR UPDATE SKIP LOCKED. The claim statement updates and returns them with
--- the walk's.
+-- locked), locked FOR UPDATE SKIP LOCKED. claim_jobs updates and returns them with the
+-- walk's.
 --
 -- 1. The job types to look at: p_job_types, else every type with queued jobs (a loose index
 --    scan of jobs_claim_type_idx: one descent per type), paused and full capped types
