@@ -1,7 +1,7 @@
 -- complete_jobs: one statement for a batch; a lost lease is reported in its row, the rest
 -- of the batch completes.
 BEGIN;
-SELECT plan(6);
+SELECT plan(7);
 
 -- SETUP: three running jobs; b's lease is stale, c is unknown to the database
 SELECT pgrun_test.freeze_time('2030-01-01 00:00:00+00');
@@ -46,6 +46,21 @@ SELECT is(
     (SELECT count(*) FROM pgrun.job_events WHERE event = 'succeeded'),
     2::bigint,
     'two succeeded events, one per completed job'
+);
+
+-- TEST: a batch in which nothing finished still answers every job, in input order
+SELECT results_eq(
+    format(
+        'SELECT job_id, outcome, lost_reason FROM pgrun.complete_jobs(ARRAY[%L, %L, %L]::uuid[], '
+        'ARRAY[gen_random_uuid(), %L, gen_random_uuid()]::uuid[])',
+        :'b', :'a', :'c', :'a_token'
+    ),
+    format(
+        'VALUES (%L::uuid, ''lease_lost'', ''token_mismatch''), (%L::uuid, ''lease_lost'', ''not_running''), '
+        '(%L::uuid, ''lease_lost'', ''unknown_job'')',
+        :'b', :'a', :'c'
+    ),
+    'no job of the batch finished: each lost lease reported in its place'
 );
 
 -- TEST: an empty batch is a no-op
