@@ -1,3 +1,9 @@
+-- _claim_type_configs(job_types): claim_jobs' step 1 (plpgsql/jobs/claim.sql): of the types
+-- job_types names (NULL: every type), those paused (excluded) and those with a
+-- max_concurrency that are not paused (capped), from job_runtime_configs; empty arrays when
+-- none. SQL, inlined into the statement that asks (claim_jobs reads it with the caller's
+-- access in one statement).
+--
 -- _lease_pick_by_room: claim_jobs' per-type caps on what it found (plpgsql/jobs/claim.sql,
 -- step 4). claim_jobs calls it only when some capped job type has room in this call
 -- (job_runtime_configs.max_concurrency, steps 2 and 3 there): of the candidate rows p_tids
@@ -13,6 +19,28 @@
 -- The rows are read again by tuple id (a TID scan): the claim's transaction holds their
 -- locks, so no other transaction can have moved them. Runs under claim_jobs' planner settings (its SET
 -- clause). Locks: none of its own. Errors: none.
+
+CREATE OR REPLACE FUNCTION pgrun._claim_type_configs(p_job_types text[])
+RETURNS TABLE (excluded text[], capped text[])
+LANGUAGE sql
+STABLE
+AS $$
+    SELECT
+        coalesce(pg_catalog.array_agg(rc.job_type) FILTER (WHERE rc.paused), '{}'),
+        coalesce(
+            pg_catalog.array_agg(rc.job_type) FILTER (WHERE NOT rc.paused AND rc.max_concurrency IS NOT NULL),
+            '{}'
+        )
+    FROM pgrun.job_runtime_configs AS rc
+    WHERE (rc.paused OR rc.max_concurrency IS NOT NULL)
+      AND (p_job_types IS NULL OR rc.job_type OPERATOR(pg_catalog.=) ANY (p_job_types))
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._claim_type_configs(text[]) FROM public;
+
+COMMENT ON FUNCTION pgrun._claim_type_configs(text[]) IS
+'Private: of the given job types (NULL: all), the paused ones and the capped, not paused ones '
+'(job_runtime_configs), for claim_jobs.';
 
 CREATE OR REPLACE FUNCTION pgrun._lease_pick_by_room(
     p_tids tid[],

@@ -118,25 +118,22 @@ BEGIN
     --    A caller without a scope (an admin, or no queues and no job types in its
     --    role_access row) keeps its filters, which is what _caller_check_scope returns for
     --    it: only a scoped role pays for that call (~20 us of a one-job claim).
-    SELECT a.is_admin OR (a.queues IS NULL AND a.job_types IS NULL) INTO v_unscoped
-    FROM pgrun._caller_access() AS a;
+    -- 1. Paused types are out; capped types are what the next steps are about. (Types
+    --    outside job_types are filtered out by the claim anyway.) Read with step 0 in one
+    --    statement for the requested types, and again for a scoped role's resolved ones.
+    SELECT a.is_admin OR (a.queues IS NULL AND a.job_types IS NULL), t.excluded, t.capped
+    INTO v_unscoped, v_excluded, v_capped
+    FROM pgrun._caller_access() AS a
+    CROSS JOIN pgrun._claim_type_configs(claim_jobs.job_types) AS t;
     IF v_unscoped THEN
         v_queues := claim_jobs.queues;
         v_job_types := claim_jobs.job_types;
     ELSE
         SELECT c.queues, c.job_types INTO v_queues, v_job_types
         FROM pgrun._caller_check_scope(claim_jobs.queues, claim_jobs.job_types) AS c;
+        SELECT t.excluded, t.capped INTO v_excluded, v_capped
+        FROM pgrun._claim_type_configs(v_job_types) AS t;
     END IF;
-
-    -- 1. Paused types are out; capped types are what the next steps are about. (Types
-    --    outside job_types are filtered out by the claim anyway.)
-    SELECT
-        coalesce(array_agg(rc.job_type) FILTER (WHERE rc.paused), '{}'),
-        coalesce(array_agg(rc.job_type) FILTER (WHERE NOT rc.paused AND rc.max_concurrency IS NOT NULL), '{}')
-    INTO v_excluded, v_capped
-    FROM pgrun.job_runtime_configs AS rc
-    WHERE (rc.paused OR rc.max_concurrency IS NOT NULL)
-      AND (v_job_types IS NULL OR rc.job_type = ANY(v_job_types));
 
     IF cardinality(v_capped) > 0 THEN
         -- 2. Lock the capped types' rows without waiting; a type another claimer holds

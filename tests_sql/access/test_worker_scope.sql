@@ -2,7 +2,7 @@
 -- two scoped worker roles never claim each other's jobs, a filter outside the scope is 42501,
 -- and an unscoped worker (and an admin) claims anything.
 BEGIN;
-SELECT plan(16);
+SELECT plan(18);
 
 -- SETUP
 SELECT pgrun_test.freeze_time('2030-01-01 00:00:00+00');
@@ -48,6 +48,15 @@ SELECT is(pgrun_test.as_role('pgrun_tap_worker_report', $$SELECT created FROM pg
     'true', 'of which it may declare one');
 SELECT is(pgrun_test.as_role('pgrun_tap_worker_report', $$SELECT pgrun.set_job_runtime_config('report.build', paused => true)$$),
     '42501 permission denied for function set_job_runtime_config', 'pausing a type stays an operator''s switch');
+
+-- TEST: a scoped worker's claim keeps the paused and capped types of its scope
+SELECT pgrun_test.make_job('report.build', p_queue => 'bulk') FROM generate_series(1, 2);
+SELECT pgrun.set_job_runtime_config('report.build', paused => true);
+SELECT is(pgrun_test.as_role('pgrun_tap_worker_report', $$SELECT count(*) FROM pgrun.claim_jobs('w', 30, 10)$$),
+    '0', 'its one type paused: the report worker claims nothing');
+SELECT pgrun.set_job_runtime_config('report.build', paused => false, max_concurrency => 2);
+SELECT is(pgrun_test.as_role('pgrun_tap_worker_report', $$SELECT count(*) FROM pgrun.claim_jobs('w', 30, 10)$$),
+    '1', 'capped at two with one running: the report worker claims one of the two queued');
 
 SELECT * FROM finish();
 ROLLBACK;
