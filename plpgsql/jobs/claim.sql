@@ -187,8 +187,9 @@ BEGIN
     --     applied to each entry's row, the rows it may take locked without waiting, until
     --     max_jobs are. When every ready job is one it may take (not v_narrowed) the walk
     --     locks in the scan and stops after max_jobs. Otherwise it reads at most v_walk
-    --     entries, unlocked (ahead; v_read says how many), and the ones it may take are found
-    --     again by tuple id and locked (a second read of each, the price of the bound).
+    --     entries, unlocked and in claim order (the index's), and the ones it may take are
+    --     found again by tuple id and locked, until max_jobs are (a second read of each, the
+    --     price of the bound). The walk streams: a full claim stops early.
     IF NOT v_narrowed THEN
         v_tids := ARRAY(
             SELECT j.ctid
@@ -199,28 +200,33 @@ BEGIN
             FOR UPDATE OF j SKIP LOCKED
         );
     ELSE
-        WITH ahead AS MATERIALIZED (
-            SELECT x.ctid AS tid, x.job_type, x.queue, x.priority, x.run_at, x.id
-            FROM pgrun.jobs AS x
-            WHERE x.status = 'queued' AND x.run_at <= v_now
-            ORDER BY x.priority, x.run_at, x.id
-            LIMIT v_walk
+        WITH locked AS (
+            SELECT j.ctid AS tid
+            FROM (
+                SELECT x.ctid AS tid, x.job_type, x.queue, x.priority, x.run_at, x.id
+                FROM pgrun.jobs AS x
+                WHERE x.status = 'queued' AND x.run_at <= v_now
+                ORDER BY x.priority, x.run_at, x.id
+                LIMIT v_walk
+            ) AS w
+            JOIN pgrun.jobs AS j ON j.ctid = w.tid
+            WHERE j.status = 'queued'
+              AND (v_queues IS NULL OR w.queue = ANY(v_queues))
+              AND (v_job_types IS NULL OR w.job_type = ANY(v_job_types))
+              AND w.job_type <> ALL(v_excluded)
+            ORDER BY w.priority, w.run_at, w.id
+            LIMIT claim_jobs.max_jobs
+            FOR UPDATE OF j SKIP LOCKED
         )
         SELECT
-            (SELECT count(*) FROM ahead)::integer,
-            ARRAY(
-                SELECT j.ctid
-                FROM ahead AS w
-                JOIN pgrun.jobs AS j ON j.ctid = w.tid
-                WHERE j.status = 'queued'
-                  AND (v_queues IS NULL OR w.queue = ANY(v_queues))
-                  AND (v_job_types IS NULL OR w.job_type = ANY(v_job_types))
-                  AND w.job_type <> ALL(v_excluded)
-                ORDER BY w.priority, w.run_at, w.id
-                LIMIT claim_jobs.max_jobs
-                FOR UPDATE OF j SKIP LOCKED
-            )
-        INTO v_read, v_tids;
+            ARRAY(SELECT l.tid FROM locked AS l),
+            -- how many entries the walk read, asked only when it came back short (then it read
+            -- them all): the ready entries up to the bound, counted again in this snapshot
+            CASE WHEN (SELECT count(*) FROM locked) < claim_jobs.max_jobs THEN (
+                SELECT count(*)::integer
+                FROM (SELECT 1 FROM pgrun.jobs AS x WHERE x.status = 'queued' AND x.run_at <= v_now LIMIT v_walk) AS h
+            ) END
+        INTO v_tids, v_read;
 
         -- 4b. Only when the walk came back short, stopped at its bound (it read v_walk
         --     entries): the jobs it read may have been ones this claimer cannot take, and the
