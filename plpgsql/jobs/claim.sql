@@ -255,12 +255,13 @@ BEGIN
     END IF;
 
     -- 4d. The rows are found again by their tuple id (a TID scan, no index descent per job):
-    --     they are locked by this transaction, so no other transaction can have moved them.
-    --     One race under-claims, never mis-claims: a queued row that another transaction
-    --     updated (still queued) and committed after the walk's snapshot is locked in its
-    --     newer version, which that snapshot cannot see; it stays queued and is released at
-    --     commit. No pgrun write updates a queued row that way today. The guard says "queued"
-    --     as "not leased and not finished" (the same rows, by jobs_lease_check and
+    --     they are locked by this transaction, so no other transaction can have moved them
+    --     since the walk. One race under-claims, never mis-claims: a queued row that another
+    --     transaction updated (still queued) and committed while the bounded walk read it is
+    --     left out (its new version no longer has the tuple id the walk read) and stays
+    --     queued; the plain walk locks and returns the new version, which this statement's
+    --     later snapshot sees. No pgrun write updates a queued row that way today. The guard
+    --     says "queued" as "not leased and not finished" (the same rows, by jobs_lease_check and
     --     jobs_finished_check), not as status = 'queued', and matches no partial index's
     --     predicate: status = 'queued' would let the planner walk jobs_claim_idx instead of
     --     the TID scan when the statistics make the table look small.
