@@ -17,8 +17,8 @@
 -- ~50 us of a claim of one job of no capped type.
 --
 -- The rows are read again by tuple id (a TID scan): the claim's transaction holds their
--- locks, so no other transaction can have moved them. Runs under claim_jobs' planner settings (its SET
--- clause). Locks: none of its own. Errors: none.
+-- locks, so no other transaction can have moved them. Runs under claim_jobs' planner
+-- settings (its SET clause). Locks: none of its own. Errors: none.
 
 CREATE OR REPLACE FUNCTION pgrun._claim_type_configs(p_job_types text[])
 RETURNS TABLE (excluded text[], capped text[])
@@ -70,5 +70,5 @@ $$;
 REVOKE EXECUTE ON FUNCTION pgrun._lease_pick_by_room(tid[], text[], bigint[]) FROM public;
 
 COMMENT ON FUNCTION pgrun._lease_pick_by_room(tid[], text[], bigint[]) IS
-'Private: claim_jobs'' per-type caps: of the candidate rows (tuple ids, locked by the claim), every row of an '
-'uncapped type and of each capped type the first room in claim order; returns their tuple ids.';
+'Private: claim_jobs'' per-type caps: of the candidate rows (tuple ids, locked by the claim), every row '
+'of an uncapped type and of each capped type the first room in claim order; returns their tuple ids.';

@@ -42,6 +42,31 @@
 -- lease_token), job.invalid_batch, job.result_too_large, job.invalid_result (complete_job
 -- only) (RQ003).
 
+-- The batch as rows, one per job in input order: its id, token and 1-based position, and
+-- what the result rules need of its result: its size (bytes of jsonb, pg_column_size) and
+-- whether its nesting is allowed (pgrun._json_depth_ok). SQL, inlined into both statements
+-- of complete_jobs that read the batch (the UPDATE, and the answer for the jobs it left),
+-- so they judge a result alike. Every name is schema-qualified, as in pgrun._clip.
+CREATE OR REPLACE FUNCTION pgrun._complete_input(
+    p_job_ids uuid[], p_lease_tokens uuid[], p_results jsonb[]
+)
+RETURNS TABLE (id uuid, token uuid, ord bigint, result_bytes integer, result_ok boolean)
+LANGUAGE sql
+STABLE
+AS $$
+    SELECT
+        i.id, i.token, i.ord, pg_catalog.pg_column_size(p_results[i.ord]),
+        pgrun._json_depth_ok(p_results[i.ord])
+    FROM ROWS FROM (pg_catalog.unnest(p_job_ids), pg_catalog.unnest(p_lease_tokens))
+        WITH ORDINALITY AS i (id, token, ord)
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._complete_input(uuid[], uuid[], jsonb[]) FROM public;
+
+COMMENT ON FUNCTION pgrun._complete_input(uuid[], uuid[], jsonb[]) IS
+'Private: a completion batch as rows (id, token, position) with its results'' size and nesting verdict, for '
+'complete_jobs.';
+
 CREATE OR REPLACE FUNCTION pgrun.complete_jobs(
     job_ids uuid[],
     lease_tokens uuid[],
@@ -75,10 +100,10 @@ BEGIN
     );
 
     WITH input AS (
-        SELECT
-            i.id, i.token, i.ord, pg_column_size(complete_jobs.results[i.ord]) AS result_bytes,
-            pgrun._json_depth_ok(complete_jobs.results[i.ord]) AS result_ok
-        FROM unnest(complete_jobs.job_ids, complete_jobs.lease_tokens) WITH ORDINALITY AS i (id, token, ord)
+        SELECT i.id, i.token, i.ord, i.result_bytes, i.result_ok
+        FROM pgrun._complete_input(
+            complete_jobs.job_ids, complete_jobs.lease_tokens, complete_jobs.results
+        ) AS i
     ),
 
     finished AS (
@@ -141,7 +166,8 @@ BEGIN
         SELECT
             coalesce(v_ids, '{}') || array_agg(u.id ORDER BY u.ord),
             coalesce(v_outcomes, '{}') || array_agg(u.outcome ORDER BY u.ord),
-            array_fill(NULL::text, ARRAY[coalesce(cardinality(v_ids), 0)]) || array_agg(u.lost_reason ORDER BY u.ord),
+            array_fill(NULL::text, ARRAY[coalesce(cardinality(v_ids), 0)])
+                || array_agg(u.lost_reason ORDER BY u.ord),
             coalesce(v_ords, '{}') || array_agg(u.ord ORDER BY u.ord)
         INTO v_ids, v_outcomes, v_lost_reasons, v_ords
         FROM (
@@ -150,12 +176,8 @@ BEGIN
                 coalesce(t.refused, 'lease_lost') AS outcome,
                 CASE WHEN t.refused IS NULL THEN pgrun._lease_lost_reason(i.id, i.token) END AS lost_reason,
                 i.ord
-            FROM (
-                SELECT i.id, i.token, i.ord, pg_column_size(complete_jobs.results[i.ord]) AS result_bytes,
-                    pgrun._json_depth_ok(complete_jobs.results[i.ord]) AS result_ok
-                FROM unnest(complete_jobs.job_ids, complete_jobs.lease_tokens) WITH ORDINALITY AS i (id, token, ord)
-                -- hashed: a batch of 1,000 with a few left over makes no 1,000 x 1,000 comparisons
-                WHERE i.ord NOT IN (SELECT o.ord FROM unnest(coalesce(v_ords, '{}')) AS o (ord))
+            FROM pgrun._complete_input(
+                complete_jobs.job_ids, complete_jobs.lease_tokens, complete_jobs.results
             ) AS i
             LEFT JOIN LATERAL (
                 SELECT c.refused
@@ -172,6 +194,8 @@ BEGIN
                   AND j.lease_expires_at > v_now
                   AND c.refused IS NOT NULL
             ) AS t ON TRUE
+            -- hashed: a batch of 1,000 with a few left over makes no 1,000 x 1,000 comparisons
+            WHERE i.ord NOT IN (SELECT o.ord FROM unnest(coalesce(v_ords, '{}')) AS o (ord))
         ) AS u;
     END IF;
 
