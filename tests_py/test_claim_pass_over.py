@@ -38,6 +38,18 @@ def claim_params(worker: str, filters: dict[str, Any]) -> dict[str, Any]:
     return {"worker": worker, "max_jobs": MAX_JOBS, "queues": None, "job_types": None, **filters}
 
 
+def claim_counting_reads(claimer: psycopg.Connection[Any], filters: dict[str, Any]) -> tuple[int, int, int]:
+    """One claim of MAX_JOBS by "me", committed: (jobs claimed, entries of jobs_claim_idx read,
+    entries of jobs_claim_type_idx read)."""
+    before = claimer.execute(READS).fetchone()
+    assert before is not None
+    rows = claimer.execute(CLAIM, claim_params("me", filters)).fetchall()
+    after = claimer.execute(READS).fetchone()
+    assert after is not None
+    claimer.commit()
+    return len(rows), after[0] - before[0], after[1] - before[1]
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 @pytest.mark.parametrize("statistics", ["fresh", "of an empty table", "of an empty table, plan kept"])
 def test_a_claim_reads_a_bounded_part_of_the_jobs_it_may_not_take(
@@ -59,14 +71,8 @@ def test_a_claim_reads_a_bounded_part_of_the_jobs_it_may_not_take(
             setup.execute("ANALYZE pgrun.jobs")
 
         for done in range(3):
-            before = claimer.execute(READS).fetchone()
-            assert before is not None
-            rows = claimer.execute(CLAIM, claim_params("me", filters)).fetchall()
-            after = claimer.execute(READS).fetchone()
-            assert after is not None
-            claimer.commit()
-            assert len(rows) == MAX_JOBS
-            walked, by_type = after[0] - before[0], after[1] - before[1]
+            claimed, walked, by_type = claim_counting_reads(claimer, filters)
+            assert claimed == MAX_JOBS
             # The walk and the count that tells it stopped at its bound; never the 20,000.
             assert walked <= 2 * WALK, f"{walked} entries of jobs_claim_idx read"
             # Its own pair's entries and the descents that find the pairs, plus the entries of
@@ -93,14 +99,8 @@ def test_a_filtered_claim_whose_jobs_are_at_the_head_stops_after_them(db: str, s
         if statistics == "fresh":
             setup.execute("ANALYZE pgrun.jobs")
         for _ in range(3):
-            before = claimer.execute(READS).fetchone()
-            assert before is not None
-            rows = claimer.execute(CLAIM, claim_params("me", {"job_types": ["own.job"]})).fetchall()
-            after = claimer.execute(READS).fetchone()
-            assert after is not None
-            claimer.commit()
-            assert len(rows) == MAX_JOBS
-            walked, by_type = after[0] - before[0], after[1] - before[1]
+            claimed, walked, by_type = claim_counting_reads(claimer, {"job_types": ["own.job"]})
+            assert claimed == MAX_JOBS
             assert walked <= 2 * MAX_JOBS, f"{walked} entries of jobs_claim_idx read"
             assert by_type == 0, "the per-pair step ran for a full claim"
 
