@@ -14,8 +14,10 @@
 --   'enqueued' event said (the time, the link to a workflow step or a schedule) is on the
 --   job row (created_at, workflow_run_id / workflow_step_key, schedule_id), and enqueue
 --   records no actor; get_job_history derives the job's 'enqueued' event from the row.
---   Old 'enqueued' rows stay valid. Keyed rows go in ON CONFLICT DO
---   NOTHING on jobs_idempotency_idx (rows without a key never conflict). Then the
+--   Old 'enqueued' rows stay valid. The rows come from pgrun._new_job_rows (definitions.sql: the settings
+--   resolved, in array order); a call with a keyed job inserts them ON CONFLICT DO NOTHING
+--   on jobs_idempotency_idx, a call without one plainly (rows without a key never
+--   conflict). Then the
 --   notifications (pgrun._enqueue_notify, once per payload): the queue name for each queue that got a job ready now, and
 --   '<queue> <due>' for each queue that got delayed jobs, <due> the earliest run_at in Unix
 --   milliseconds, rounded up (pgrun._enqueue_notify_payload). Returns the ids it inserted
@@ -42,62 +44,63 @@ VOLATILE
 AS $$
 DECLARE
     v_now timestamptz := pgrun.now();
+    v_types text[];
+    v_keyed boolean;
     v_inserted uuid[];
     v_queues text[];
     v_run_ats timestamptz[];
     v_payloads text[];
 BEGIN
-    WITH ins AS (
-        INSERT INTO pgrun.jobs AS j (
-            id, job_type, queue, priority, status, payload, run_at, max_attempts, timeout_seconds,
-            backoff_base_seconds, backoff_max_seconds, backoff_jitter,
-            organization_id, idempotency_key, enqueue_request,
-            workflow_run_id, workflow_step_key, schedule_id, created_at, updated_at
+    -- The job types whose definitions apply, and whether any job has a key: for one job
+    -- (a single enqueue, most releases and fires) plain expressions, for several one pass.
+    IF cardinality(p_jobs) = 1 THEN
+        v_types := ARRAY[(p_jobs[1]).job_type];
+        v_keyed := (p_jobs[1]).idempotency_key IS NOT NULL;
+    ELSE
+        SELECT array_agg(DISTINCT u.job_type), bool_or(u.idempotency_key IS NOT NULL)
+        INTO v_types, v_keyed
+        FROM unnest(p_jobs) AS u;
+    END IF;
+
+    -- Keyed rows go in ON CONFLICT DO NOTHING on jobs_idempotency_idx. Without a key no row
+    -- can conflict, and a plain insert skips what ON CONFLICT costs every row (a speculative
+    -- insertion: a lock, the arbiter probe, and a second WAL record to confirm the row). The
+    -- two statements differ in that clause alone: it is fixed in a statement's plan.
+    IF v_keyed THEN
+        WITH ins AS (
+            INSERT INTO pgrun.jobs AS j (
+                id, job_type, queue, priority, status, payload, run_at, max_attempts, timeout_seconds,
+                backoff_base_seconds, backoff_max_seconds, backoff_jitter,
+                organization_id, idempotency_key, enqueue_request,
+                workflow_run_id, workflow_step_key, schedule_id, created_at, updated_at
+            )
+            SELECT n.* FROM pgrun._new_job_rows(p_jobs, v_types, v_now) AS n
+            ON CONFLICT (
+                job_type,
+                coalesce(organization_id, '00000000-0000-0000-0000-000000000000'::uuid),
+                idempotency_key
+            ) WHERE idempotency_key IS NOT NULL
+            DO NOTHING
+            RETURNING j.id, j.queue, j.run_at
         )
-        SELECT
-            r.id,
-            r.job_type,
-            coalesce(r.queue, d.queue, b.queue),
-            coalesce(r.priority, d.priority, b.priority),
-            'queued',
-            r.payload,
-            r.run_at,
-            coalesce(r.max_attempts, d.max_attempts, b.max_attempts),
-            coalesce(r.timeout_seconds, d.timeout_seconds, b.timeout_seconds),
-            coalesce(d.backoff_base_seconds, b.backoff_base_seconds),
-            coalesce(d.backoff_max_seconds, b.backoff_max_seconds),
-            coalesce(d.backoff_jitter, b.backoff_jitter),
-            r.organization_id,
-            r.idempotency_key,
-            r.enqueue_request,
-            r.workflow_run_id,
-            r.workflow_step_key,
-            r.schedule_id,
-            v_now,
-            v_now
-        -- The set-returning functions in the select list, not in FROM: there unnest() fills a
-        -- tuplestore first (the old fourteen-array form measured ~50 us of a single enqueue in
-        -- FROM, ~15 us in the select list). The outer subquery is pulled up, so r.<field> is a
-        -- field of the element, read in place.
-        FROM (
-            SELECT e.ord, (e.job).*
-            FROM (SELECT generate_subscripts(p_jobs, 1) AS ord, unnest(p_jobs) AS job) AS e
-        ) AS r
-        CROSS JOIN pgrun._job_defaults() AS b
-        LEFT JOIN pgrun.job_definitions AS d ON d.job_type = r.job_type
-        -- array order decides which of several same-key elements creates the job
-        ORDER BY r.ord
-        ON CONFLICT (
-            job_type,
-            coalesce(organization_id, '00000000-0000-0000-0000-000000000000'::uuid),
-            idempotency_key
-        ) WHERE idempotency_key IS NOT NULL
-        DO NOTHING
-        RETURNING j.id, j.queue, j.run_at
-    )
-    SELECT array_agg(i.id), array_agg(i.queue), array_agg(i.run_at)
-    INTO v_inserted, v_queues, v_run_ats
-    FROM ins AS i;
+        SELECT array_agg(i.id), array_agg(i.queue), array_agg(i.run_at)
+        INTO v_inserted, v_queues, v_run_ats
+        FROM ins AS i;
+    ELSE
+        WITH ins AS (
+            INSERT INTO pgrun.jobs AS j (
+                id, job_type, queue, priority, status, payload, run_at, max_attempts, timeout_seconds,
+                backoff_base_seconds, backoff_max_seconds, backoff_jitter,
+                organization_id, idempotency_key, enqueue_request,
+                workflow_run_id, workflow_step_key, schedule_id, created_at, updated_at
+            )
+            SELECT n.* FROM pgrun._new_job_rows(p_jobs, v_types, v_now) AS n
+            RETURNING j.id, j.queue, j.run_at
+        )
+        SELECT array_agg(i.id), array_agg(i.queue), array_agg(i.run_at)
+        INTO v_inserted, v_queues, v_run_ats
+        FROM ins AS i;
+    END IF;
 
     -- The NOTIFY payloads: each queue that got a job ready now, and for each queue that got
     -- delayed jobs its earliest due time. One job (a single enqueue, most releases and
