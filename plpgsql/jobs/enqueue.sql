@@ -36,7 +36,7 @@
 -- Bulk: enqueue_jobs takes an array of objects keyed like enqueue_job's parameters
 -- (delay: seconds or an interval string). The whole array is validated first (the first
 -- bad element's 1-based index goes in DETAIL), then one statement parses the array into
--- jobs (ids from pgrun._uuidv7_series) and ONE INSERT ... SELECT creates them
+-- jobs (ids from one block of reserved UUIDv7 slots) and ONE INSERT ... SELECT creates them
 -- (pgrun._enqueue_insert_jobs).
 -- Elements sharing a key act like retries in array order: the first creates, identical
 -- later ones return its job (created = false), a different one conflicts (all rolls back).
