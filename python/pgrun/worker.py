@@ -285,15 +285,16 @@ class Worker:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Run until ``stop`` is set, then shut down gracefully (see the module docstring)."""
-        await self._register_definitions(stop)
         claims_pool = (
             async_commit_pool(self.client.pool, self.config.claims_in_flight)
             if self.config.async_claims
             else None
         )
         if claims_pool is not None:
+            # opened first: its first connection is made while the definitions register
             await claims_pool.open(wait=False)
             self._claims = AsyncClient(claims_pool)
+        await self._register_definitions(stop)
         helpers = [
             asyncio.create_task(self._listen(), name="pgrun-listen"),
             asyncio.create_task(self._heartbeat_loop(), name="pgrun-heartbeat"),
