@@ -48,11 +48,17 @@ from _common import (
     wall,
 )
 
+# imported here, not where they are used: the throughput clock starts before the worker does,
+# and importing pgrun's worker modules (~25 ms) is not the worker's work (the peers' imports
+# happen before their clocks too)
 from pgrun import migrate
+from pgrun.app import App
+from pgrun.client import AsyncClient, Client
+from pgrun.config import Config
+from pgrun.runner import default_loops, pool_size, run_loops
 
 
 def settings(concurrency: int, poll_s: float | None = None) -> dict[str, Any]:
-    from pgrun.runner import pool_size
 
     cfg = config(concurrency, poll_s=poll_s)
     return {
@@ -72,7 +78,6 @@ def settings(concurrency: int, poll_s: float | None = None) -> dict[str, Any]:
 
 
 def config(concurrency: int, dsn: str = "", poll_s: float | None = None) -> Any:
-    from pgrun.config import Config
 
     poll: dict[str, Any] = {} if poll_s is None else {"poll_interval_ms": round(poll_s * 1000)}
     # JOBS_PREFETCH in the environment: an A/B of the local queue (unset: the default)
@@ -101,13 +106,11 @@ def run_worker(
     app: Any, dsn: str, concurrency: int, stop: asyncio.Event, poll_s: float | None = None
 ) -> asyncio.Task[None]:
     """`pgrun worker`'s loops (worker + reaper on one pool) as a task that ends when `stop` is set."""
-    from pgrun.runner import default_loops, run_loops
 
     return asyncio.create_task(run_loops(default_loops(app), config(concurrency, dsn, poll_s), stop))
 
 
 async def throughput(args: Any) -> dict[str, Any]:
-    from pgrun.client import Client
 
     with Client.connect(args.dsn) as client:
         t = time.perf_counter()
@@ -118,8 +121,6 @@ async def throughput(args: Any) -> dict[str, Any]:
     if os.environ.get("BENCH_ANALYZE", "1").strip() != "0":  # BENCH_ANALYZE=0: stale statistics
         with psycopg.connect(args.dsn, autocommit=True) as conn:
             conn.execute("ANALYZE")
-
-    from pgrun.app import App
 
     app = App()
     stop = asyncio.Event()
@@ -155,7 +156,6 @@ async def throughput(args: Any) -> dict[str, Any]:
 
 
 async def latency(args: Any) -> dict[str, Any]:
-    from pgrun.app import App
 
     app = App()
     stop = asyncio.Event()
@@ -178,7 +178,6 @@ async def latency(args: Any) -> dict[str, Any]:
 
 
 async def delayed(args: Any) -> dict[str, Any]:
-    from pgrun.app import App
 
     app = App()
     stop = asyncio.Event()
@@ -202,7 +201,6 @@ async def delayed(args: Any) -> dict[str, Any]:
 
 
 def single(args: Any) -> dict[str, Any]:
-    from pgrun.client import Client
 
     with Client.connect(args.dsn, min_size=1, max_size=1) as client:
         elapsed = single_main_sync(args, lambda i: client.enqueue_job(NOOP, payload={"n": i}))
@@ -217,7 +215,6 @@ def single(args: Any) -> dict[str, Any]:
 
 
 async def enqueuer(args: Any) -> None:
-    from pgrun.client import AsyncClient
 
     async with await AsyncClient.connect(args.dsn, max_size=1) as client:
         if args.mode == "delayed":
