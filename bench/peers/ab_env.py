@@ -3,7 +3,8 @@
 An A/B of a worker setting read from the environment (``JOBS_ASYNC_CLAIMS``, ``JOBS_PREFETCH``):
 every variant runs every workload once per round, in an order that rotates from round to round,
 on one server, so drift on a shared machine falls on all of them alike; the table shows each
-variant's median over the rounds and its ratio to the first variant's median.
+variant's median over the rounds and its ratio to the first variant's median (a throughput
+workload also reports its bulk load's rows/s: the enqueue of its jobs before the worker starts).
 
 Usage:
   python bench/peers/ab_env.py --variant async:JOBS_ASYNC_CLAIMS=1 --variant durable:JOBS_ASYNC_CLAIMS=0
@@ -29,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from run import CONTESTANTS, MAIN_KEYS, run_one, server, workloads
 
-METRICS = {"throughput": ("jobs_per_s",), "latency": ("p50_ms", "p99_ms")}
+METRICS = {"throughput": ("jobs_per_s", "enqueue_rows_per_s"), "latency": ("p50_ms", "p99_ms")}
 
 
 def parse_variant(text: str) -> tuple[str, dict[str, str]]:
