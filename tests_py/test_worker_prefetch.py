@@ -237,6 +237,35 @@ def test_the_default_bound_follows_the_handlers_rate() -> None:
     assert _bound_after(fixed, 100_000, 1.0) == 3
 
 
+def test_a_claim_the_handlers_ran_dry_waiting_for_doubles_the_bound() -> None:
+    """Slow start: a full claim sent while the worker had work, answered to an empty local
+    queue and an idle slot, doubles the bound at once (up to the ceiling); a claim sent
+    idle, a short claim, a job still waiting or every slot busy leave it; the rate's next
+    sample brings it back down."""
+    worker = Worker(App(), cast(AsyncClient, None), Config(max_global_concurrency=10))
+    assert worker._queue_bound() == 10
+    worker._claimed_while_busy(busy=True, full=True)
+    assert worker._queue_bound() == 20, "the handlers ran dry: twice the bound"
+    worker._claimed_while_busy(busy=True, full=True)
+    assert worker._queue_bound() == 40
+    worker._claimed_while_busy(busy=False, full=True)
+    assert worker._queue_bound() == 40, "sent while idle (a start, a wake-up): nothing learnt"
+    worker._claimed_while_busy(busy=True, full=False)
+    assert worker._queue_bound() == 40, "a short claim: the ready jobs ran out, not the bound"
+    worker._queue.append(cast(Any, "a waiting job"))
+    worker._claimed_while_busy(busy=True, full=True)
+    assert worker._queue_bound() == 40, "a job still waited: the claim came in time"
+    worker._queue.clear()
+    worker._handlers = {cast(Any, i): cast(Any, None) for i in range(10)}
+    worker._claimed_while_busy(busy=True, full=True)
+    assert worker._queue_bound() == 40, "every slot busy: the claim came in time"
+    worker._handlers = {}
+    for _ in range(10):
+        worker._claimed_while_busy(busy=True, full=True)
+    assert worker._queue_bound() == 1000, "the ceiling"
+    assert _bound_after(worker, 5, 1.0) == 10, "a second of slow handlers brings it back"
+
+
 def test_fast_handlers_are_claimed_in_large_batches_and_slow_ones_are_not_hoarded(db: str) -> None:
     """Default settings, two slots. 3,000 no-op jobs: the claims grow far beyond the slots
     (a few dozen round trips, not one per two jobs). Then 12 jobs of 0.2 s: the worker holds
