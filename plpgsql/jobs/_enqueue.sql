@@ -142,7 +142,8 @@ $$;
 REVOKE EXECUTE ON FUNCTION pgrun._enqueue_elements(jsonb) FROM public;
 
 COMMENT ON FUNCTION pgrun._enqueue_elements(jsonb) IS
-'Private: the elements of an enqueue request array with their 1-based index, in order, each its own jsonb value.';
+'Private: the elements of an enqueue request array with their 1-based index, in order, each its own '
+'jsonb value.';
 
 -- Whether a JSON number's text is an integer in lo..hi (priority, max_attempts, timeout).
 CREATE OR REPLACE FUNCTION pgrun._enqueue_integer_in(p_value text, p_lo numeric, p_hi numeric)
@@ -741,12 +742,12 @@ BEGIN
     v_first_slot := pgrun._uuidv7_reserve(v_count);
 
     -- 2. Each element as its job (a pgrun._new_job), in array order: a new id (the next
-    -- of the session's UUIDv7 slots, pgrun._uuidv7_reserve), the payload (NULL as {}), the settings asked (NULL = not asked),
-    -- the effective run_at (run_at, else now + delay, else now), the organization (the
-    -- element's, else the default), the key and, for a keyed element only, the snapshot of
-    -- the request as asked (enqueue.sql, Idempotency). Written here, not in a helper: arrays
-    -- handed out of a function are copied twice more. Then the shared insert resolves,
-    -- inserts and announces them.
+    -- of the session's UUIDv7 slots, pgrun._uuidv7_reserve), the payload (NULL as {}), the
+    -- settings asked (NULL = not asked), the effective run_at (run_at, else now + delay,
+    -- else now), the organization (the element's, else the default), the key and, for a
+    -- keyed element only, the snapshot of the request as asked (enqueue.sql, Idempotency).
+    -- Written here, not in a helper: arrays handed out of a function are copied twice more.
+    -- Then the shared insert resolves, inserts and announces them.
     SELECT
         array_agg(ROW(
             q.id, q.job_type, q.payload, q.queue, q.priority, q.max_attempts, q.timeout_seconds,

@@ -14,10 +14,10 @@
 --   'enqueued' event said (the time, the link to a workflow step or a schedule) is on the
 --   job row (created_at, workflow_run_id / workflow_step_key, schedule_id), and enqueue
 --   records no actor; get_job_history derives the job's 'enqueued' event from the row.
---   Old 'enqueued' rows stay valid. The rows come from pgrun._new_job_rows (definitions.sql: the settings
---   resolved, in array order); a call with a keyed job inserts them ON CONFLICT DO NOTHING
---   on jobs_idempotency_idx, a call without one plainly (rows without a key never
---   conflict). Then the
+--   Old 'enqueued' rows stay valid. The rows come from pgrun._new_job_rows
+--   (definitions.sql: the settings resolved, in array order); a call with a keyed job
+--   inserts them ON CONFLICT DO NOTHING on jobs_idempotency_idx, a call without one
+--   plainly (rows without a key never conflict). Then the
 --   notifications (pgrun._enqueue_notify, once per payload): the queue name for each queue that got a job ready now, and
 --   '<queue> <due>' for each queue that got delayed jobs, <due> the earliest run_at in Unix
 --   milliseconds, rounded up (pgrun._enqueue_notify_payload). Returns the ids it inserted

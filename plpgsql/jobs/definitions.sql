@@ -22,7 +22,8 @@
 -- request nor its type's definition says (queue 'default', priority 100, max_attempts 20,
 -- no timeout, backoff 2 s / 3600 s / 0.2). upsert_job_definition fills a definition's
 -- omitted fields from it, and _new_job_rows (below; read by pgrun._enqueue_insert_jobs,
--- jobs/_insert.sql) resolves every new job's settings against its type's definition and it. An IMMUTABLE SQL function returning one row, with no SET
+-- jobs/_insert.sql) resolves every new job's settings against its type's definition and it.
+-- An IMMUTABLE SQL function returning one row, with no SET
 -- clause: the planner inlines it into the insert and folds its values into constants, so
 -- the hot insert pays no call per row (EXPLAIN VERBOSE shows the literals). The column
 -- defaults of job_definitions (sql/0002_jobs.sql) and upsert_job_definition's parameter

@@ -16,7 +16,9 @@ SELECT count(*) FROM (
 ) AS s;
 ANALYZE pgrun.job_definitions;
 
-CREATE TEMP TABLE reads (label text PRIMARY KEY, seq_rows bigint, idx_scans bigint, idx_rows bigint) ON COMMIT DROP;
+CREATE TEMP TABLE reads (
+    label text PRIMARY KEY, seq_rows bigint, idx_scans bigint, idx_rows bigint
+) ON COMMIT DROP;
 CREATE FUNCTION pg_temp.mark(p_label text)
 RETURNS void
 LANGUAGE sql
@@ -98,7 +100,10 @@ SELECT results_eq(
           ROW(pgrun.uuidv7(), 'many.8', '{}', 'q', 4, NULL, NULL, now(), NULL, NULL, NULL, NULL, NULL, NULL),
           ROW(pgrun.uuidv7(), 'not.defined', '{}', NULL, NULL, 9, NULL, now(), NULL, NULL, NULL, NULL, NULL, NULL)
       ]::pgrun._new_job[], ARRAY['many.9', 'many.8', 'not.defined'], now()) AS n$$,
-    $$VALUES ('many.9'::text, 'default'::text, 9, 3), ('many.8', 'q', 4, 3), ('not.defined', 'default', 100, 9)$$,
+    $$VALUES
+        ('many.9'::text, 'default'::text, 9, 3),
+        ('many.8', 'q', 4, 3),
+        ('not.defined', 'default', 100, 9)$$,
     'rows in array order; a request wins over the definition, the definition over the defaults'
 );
 SELECT results_eq(
