@@ -59,7 +59,6 @@ from pgrun.runner import default_loops, pool_size, run_loops
 
 
 def settings(concurrency: int, poll_s: float | None = None) -> dict[str, Any]:
-
     cfg = config(concurrency, poll_s=poll_s)
     return {
         "driver": f"psycopg 3 async pool ({pool_size(cfg, 2)}) + 1 LISTEN connection",
@@ -78,7 +77,6 @@ def settings(concurrency: int, poll_s: float | None = None) -> dict[str, Any]:
 
 
 def config(concurrency: int, dsn: str = "", poll_s: float | None = None) -> Any:
-
     poll: dict[str, Any] = {} if poll_s is None else {"poll_interval_ms": round(poll_s * 1000)}
     # JOBS_PREFETCH in the environment: an A/B of the local queue (unset: the default)
     prefetch = os.environ.get("JOBS_PREFETCH", "").strip()
@@ -106,12 +104,10 @@ def run_worker(
     app: Any, dsn: str, concurrency: int, stop: asyncio.Event, poll_s: float | None = None
 ) -> asyncio.Task[None]:
     """`pgrun worker`'s loops (worker + reaper on one pool) as a task that ends when `stop` is set."""
-
     return asyncio.create_task(run_loops(default_loops(app), config(concurrency, dsn, poll_s), stop))
 
 
 async def throughput(args: Any) -> dict[str, Any]:
-
     with Client.connect(args.dsn) as client:
         t = time.perf_counter()
         for first in range(0, args.jobs, 10_000):
@@ -156,7 +152,6 @@ async def throughput(args: Any) -> dict[str, Any]:
 
 
 async def latency(args: Any) -> dict[str, Any]:
-
     app = App()
     stop = asyncio.Event()
     started_at: dict[int, float] = {}
@@ -178,7 +173,6 @@ async def latency(args: Any) -> dict[str, Any]:
 
 
 async def delayed(args: Any) -> dict[str, Any]:
-
     app = App()
     stop = asyncio.Event()
     started_at: dict[int, float] = {}
@@ -201,7 +195,6 @@ async def delayed(args: Any) -> dict[str, Any]:
 
 
 def single(args: Any) -> dict[str, Any]:
-
     with Client.connect(args.dsn, min_size=1, max_size=1) as client:
         elapsed = single_main_sync(args, lambda i: client.enqueue_job(NOOP, payload={"n": i}))
     with psycopg.connect(args.dsn, autocommit=True) as conn:
@@ -215,7 +208,6 @@ def single(args: Any) -> dict[str, Any]:
 
 
 async def enqueuer(args: Any) -> None:
-
     async with await AsyncClient.connect(args.dsn, max_size=1) as client:
         if args.mode == "delayed":
 
