@@ -23,9 +23,9 @@
 -- no timeout, backoff 2 s / 3600 s / 0.2). upsert_job_definition fills a definition's
 -- omitted fields from it, and _new_job_rows (below; read by pgrun._enqueue_insert_jobs,
 -- jobs/_insert.sql) resolves every new job's settings against its type's definition and it.
--- An IMMUTABLE SQL function returning one row, with no SET
--- clause: the planner inlines it into the insert and folds its values into constants, so
--- the hot insert pays no call per row (EXPLAIN VERBOSE shows the literals). The column
+-- An IMMUTABLE SQL function returning one row, with no SET clause: the planner inlines it
+-- into the insert and folds its values into constants, so the hot insert pays no call per
+-- row (EXPLAIN VERBOSE shows the literals). The column
 -- defaults of job_definitions (sql/0002_jobs.sql) and upsert_job_definition's parameter
 -- defaults say the same for readers of the signature; the function decides.
 --
@@ -102,7 +102,9 @@ STABLE
 AS $$
     -- the definitions of the call's types: a probe of the primary key per type, whatever the
     -- statistics say (a join, or a filter on job_type = ANY (p_types), read or hashed the
-    -- whole table), then hashed for the join below, which streams the jobs in array order
+    -- whole table; LIMIT 1 keeps each probe a subquery of its own, which the planner does not
+    -- turn into such a join), then hashed for the join below, which streams the jobs in
+    -- array order (MATERIALIZED: inlined, the planner hashed the jobs instead)
     WITH d AS MATERIALIZED (
         SELECT y.*
         FROM (SELECT pg_catalog.unnest(p_types) AS job_type) AS t
