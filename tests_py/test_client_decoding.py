@@ -82,9 +82,19 @@ class _Column:
         self.name = name
 
 
+class _Result:
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.nfields = len(names)
+        self._names = [n.encode() for n in names]
+
+    def fname(self, column: int) -> bytes:
+        return self._names[column]
+
+
 class _Cursor:
     def __init__(self, names: tuple[str, ...]) -> None:
         self.description = [_Column(n) for n in names]
+        self.pgresult = _Result(names)
 
 
 @pytest.mark.parametrize(
@@ -99,3 +109,24 @@ def test_every_result_row_is_what_its_init_makes(cls: type) -> None:
     assert type(row) is cls and row == cls(*values) and repr(row) == repr(cls(*values))
     with pytest.raises(dataclasses.FrozenInstanceError):
         setattr(row, names[0], "changed")
+
+
+@pytest.mark.parametrize("cls", [results.ClaimedJob, results.Heartbeat])
+def test_a_result_whose_columns_are_not_the_fields_in_order_is_built_by_name(db: str, cls: type) -> None:
+    """Values are taken in order only when the server's column names are the class's fields in
+    order (read from the result itself); the same columns in another order, or with one renamed,
+    make the row by name (or fail, naming the column), never a row with values in wrong fields."""
+    names = [f.name for f in dataclasses.fields(cls)]
+    values = {name: f"v{i}" for i, name in enumerate(names)}
+
+    def select(order: list[str], alias: dict[str, str] | None = None) -> str:
+        alias = alias or {}
+        return "SELECT " + ", ".join(f"'{values[n]}'::text AS {alias.get(n, n)}" for n in order)
+
+    with psycopg.connect(db) as conn:
+        in_order = conn.cursor(row_factory=_record_row(cls)).execute(select(names)).fetchone()
+        reversed_ = conn.cursor(row_factory=_record_row(cls)).execute(select(names[::-1])).fetchone()
+        assert in_order == cls(**values) == reversed_
+        renamed = select(names, {names[-1]: "something_else"})
+        with pytest.raises(TypeError, match="something_else"):
+            conn.cursor(row_factory=_record_row(cls)).execute(renamed).fetchone()

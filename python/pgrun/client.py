@@ -278,6 +278,7 @@ def _make_record_row(cls: type[T]) -> BaseRowFactory[T]:
     a wide class's by filling its instance dictionary (_DICT_FILL_FIELDS; the worker builds
     thousands of ClaimedJob a second), else by name like ``class_row``."""
     fields = tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+    encoded = tuple(name.encode() for name in fields)
     by_name = class_row(cls)
     # Only a plain frozen dataclass may skip its __init__: no __post_init__, no __slots__.
     plain = not hasattr(cls, "__post_init__") and not hasattr(cls, "__slots__")
@@ -290,8 +291,11 @@ def _make_record_row(cls: type[T]) -> BaseRowFactory[T]:
         return row
 
     def factory(cursor: Any) -> Callable[[Sequence[Any]], T]:
-        columns = tuple(c.name for c in cursor.description or ())
-        if columns == fields:
+        # The names as the result holds them (bytes): cursor.description would build a Column
+        # object per column on every call, 25 µs for a claim's 18 (an idle worker's claim of
+        # one job pays it between the answer and the job's start) against 2 µs.
+        result = cursor.pgresult
+        if result is not None and tuple(map(result.fname, range(result.nfields))) == encoded:
             return filled if fill else lambda values: cls(*values)
         return by_name(cursor)
 
