@@ -263,3 +263,50 @@ def test_a_claim_refused_for_good_stops_the_worker(db: str, monkeypatch: pytest.
     with pytest.raises(psycopg.errors.InsufficientPrivilege):
         asyncio.run(main())
     assert calls == 1
+
+
+class _HeldClaims:
+    """A claims client whose claim_jobs records its calls and answers nothing until released."""
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+        self.release = asyncio.Event()
+
+    async def claim_jobs(self, worker_id: str, **kwargs: Any) -> list[ClaimedJob]:
+        self.calls.append(kwargs["max_jobs"])
+        await self.release.wait()
+        return []
+
+
+def test_a_poke_starts_the_claim_itself_while_the_worker_claims() -> None:
+    """A NOTIFY (poke) starts the claim in the same step, ahead of the claim loop it wakes, so
+    the claim is sent on the event loop's next pass; never a second claim beyond the setting,
+    and none before the claim loop runs, after the stop event, or once the worker is stopping."""
+
+    async def main() -> None:
+        held = _HeldClaims()
+        worker = Worker(_app([]), AsyncClient.__new__(AsyncClient), Config(max_global_concurrency=4))
+        worker._claims = held  # type: ignore[assignment]
+        worker.poke()
+        assert worker._claiming == {}, "the claim loop is not running: no claim yet"
+
+        worker._claiming_on, worker._job_types = True, ["t.named"]  # what run() sets up
+        worker._maybe_ready = False  # the last claim came back short: only news claims again
+        worker.poke()
+        assert list(worker._claiming.values()) == [8], "claimed in the poke: 4 slots + 4 held"
+        await asyncio.sleep(0)
+        assert held.calls == [8], "sent on the next pass of the event loop"
+        worker.poke()
+        assert len(worker._claiming) == 1, "one claim in flight at most (the default)"
+
+        held.release.set()
+        await asyncio.sleep(0.01)
+        assert worker._claiming == {}
+        worker._stopping = True
+        worker.poke()
+        assert worker._claiming == {}, "a stopping worker claims nothing"
+        worker._stopping, worker._claiming_on = False, False  # the stop event fired
+        worker.poke()
+        assert worker._claiming == {} and held.calls == [8]
+
+    asyncio.run(main())

@@ -21,7 +21,9 @@ One ``Worker`` is a handful of asyncio tasks sharing one connection pool:
   free slots.
 * **listener** (``_listen``) — its own connection, ``LISTEN pgrun_jobs``, blocked in
   ``notifies()``: the enqueue functions notify once per queue per statement, so an idle
-  worker wakes within a millisecond or two instead of at its next poll.
+  worker wakes within a millisecond or two instead of at its next poll. A notification
+  (``poke``, as a reaped lease or a known due time) starts the claim itself when the claim
+  loop would, rather than waking the loop to do it.
 * **handler tasks** (``_execute``) — run the handler (``async def`` on this loop, a plain
   ``def`` in its own thread) under the job's timeout, turn what it returned or raised into
   an outcome, and put the outcome in the buffer. A result or ``Continue`` state PostgreSQL
@@ -242,6 +244,10 @@ class Worker:
         #: Claims in flight and how many jobs each asked for; their total.
         self._claiming: dict[asyncio.Task[None], int] = {}
         self._asked = 0
+        #: The job types claims ask for, and whether a poke may start a claim itself: from the
+        #: claim loop's start until the stop event is set (or the loop ends).
+        self._job_types: list[str] = []
+        self._claiming_on = False
         #: After a failed claim: no claim before this monotonic time; the next back-off.
         self._claim_retry_at = 0.0
         self._claim_delay = RETRY_MIN
@@ -273,6 +279,10 @@ class Worker:
         """Jobs may be ready now (a NOTIFY, a reaped lease, a retry coming due): claim."""
         self._maybe_ready = True
         self._pokes += 1
+        # The claim starts here, not when the woken claim loop gets to it: an idle worker's
+        # NOTIFY -> claim is one pass of the event loop shorter (its task is scheduled first).
+        if self._claiming_on and not self._stopping and self._claim_error is None:
+            self._claim_if_room()
         self._wake.set()
 
     @property
@@ -302,9 +312,13 @@ class Worker:
         ]
         stop_waiter = asyncio.create_task(stop.wait())
         stop_waiter.add_done_callback(lambda _: self._wake.set())
+        stop_waiter.add_done_callback(lambda _: setattr(self, "_claiming_on", False))
+        self._job_types = sorted(self.app.job_types)
+        self._claiming_on = True
         try:
             await self._claim_loop(stop)
         finally:
+            self._claiming_on = False
             stop_waiter.cancel()
             await self._shutdown()
             helpers += self._parked_tasks
@@ -343,15 +357,12 @@ class Worker:
     # -- claiming ------------------------------------------------------------------------
 
     async def _claim_loop(self, stop: asyncio.Event) -> None:
-        job_types = sorted(self.app.job_types)
         while True:
             if self._claim_error is not None:
                 raise self._claim_error
             if stop.is_set():
                 return
-            wanted = self._claim_size()
-            if wanted:
-                self._start_claim(wanted, job_types)
+            if self._claim_if_room():
                 continue
             # Nothing to do until a NOTIFY, a freed slot, a claim's answer or the poll interval
             # (or, after a failed claim, the end of its back-off).
@@ -364,6 +375,13 @@ class Worker:
                     await self._wake.wait()
             except TimeoutError:
                 self._maybe_ready = True
+
+    def _claim_if_room(self) -> bool:
+        """Start a claim if one is due now (``_claim_size``); whether one started."""
+        wanted = self._claim_size()
+        if wanted:
+            self._start_claim(wanted, self._job_types)
+        return bool(wanted)
 
     def _claim_size(self) -> int:
         """How many jobs to claim now (0: none). At most ``claims_in_flight`` claims at a time;
@@ -1057,6 +1075,9 @@ class Worker:
                             self._wake_at(datetime.fromtimestamp(int(due) / 1000, UTC))
                         else:
                             self.poke()
+                            # let the claim the poke started go out before the next read
+                            # (notifies() sets up its wait first: ~0.1 ms on an idle worker)
+                            await asyncio.sleep(0)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
