@@ -100,3 +100,45 @@ def test_within_the_window_a_dropped_connection_fails_its_next_call_only(
             client.enqueue_job("pool.t", {})
         job = client.enqueue_job("pool.t", {})
         assert client.get_job(job.job_id)["status"] == "queued"
+
+
+def test_a_keeping_client_reuses_its_connection_and_gives_it_back_when_idle_or_failed(
+    db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """KeepingAsyncClient: calls in a row run on one connection that stays out of the pool; a
+    connection idle for CHECK_IDLE_SECONDS goes back before the next call (which takes one
+    through the pool); one whose call failed goes back at once; release hands back the rest."""
+
+    async def main() -> None:
+        pool = psycopg_pool.AsyncConnectionPool(
+            db, min_size=2, max_size=2, kwargs={"autocommit": True}, open=False
+        )
+        await pool.open(wait=True)
+        kept = pgrun_client.KeepingAsyncClient(pool)
+        try:
+
+            async def backend() -> int:
+                return int(await kept._run(pgrun_client._scalar("SELECT pg_backend_pid()", {})))
+
+            first = await backend()
+            assert [await backend() for _ in range(5)] == [first] * 5, "one connection, kept"
+            assert pool.get_stats()["pool_available"] == 1, "the kept one is not in the pool"
+
+            with pytest.raises(psycopg.errors.DivisionByZero):
+                await kept._run(pgrun_client._scalar("SELECT 1 / 0", {}))
+            assert kept._kept == [] and pool.get_stats()["pool_available"] == 2, "failed: given back"
+
+            await backend()
+            monkeypatch.setattr(pgrun_client, "CHECK_IDLE_SECONDS", 0.0)
+            await backend()
+            assert len(kept._kept) == 1, "the idle one went back, the call took one from the pool"
+            assert pool.get_stats()["pool_available"] == 1
+
+            both = await asyncio.gather(backend(), backend())
+            assert len(set(both)) == 2 and len(kept._kept) == 2, "two calls at once: two kept"
+            await kept.release()
+            assert kept._kept == [] and pool.get_stats()["pool_available"] == 2
+        finally:
+            await kept.close()
+
+    asyncio.run(main())

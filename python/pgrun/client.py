@@ -1738,3 +1738,48 @@ class AsyncClient:
         """Fire a schedule once now, one job per scope (pgrun.run_schedule_now); its planning
         state is left as it is."""
         return await self._run(_run_schedule_now(name, organization_id=organization_id))
+
+
+class KeepingAsyncClient(AsyncClient):
+    """An AsyncClient that keeps its calls' connections between calls (as many as it has had
+    calls at once) instead of handing each back to the pool: a call skips the pool's lending
+    and return, ~0.05 ms each on an idle machine (the worker's NOTIFY -> claim path goes
+    through it). A kept connection unused for ``CHECK_IDLE_SECONDS`` goes back to the pool
+    before the next call, which then lends one through its own check; a connection whose call
+    failed goes back at once (the pool drops a broken one). ``release`` hands them all back;
+    ``close`` does too, before it closes the pool."""
+
+    def __init__(self, pool: AsyncConnectionPool) -> None:
+        super().__init__(pool)
+        #: Kept connections and when each was last used (monotonic), the latest last.
+        self._kept: list[tuple[psycopg.AsyncConnection[Any], float]] = []
+
+    async def _run(self, call: Call[R]) -> R:
+        conn = None
+        while self._kept and conn is None:
+            conn, used = self._kept.pop()
+            if time.monotonic() - used >= CHECK_IDLE_SECONDS:
+                await self._give_back(conn, used)
+                conn = None
+        if conn is None:
+            conn = await self.pool.getconn()
+        try:
+            result = await _run_on_async(conn, call)
+        except BaseException:
+            await self._give_back(conn, time.monotonic())
+            raise
+        self._kept.append((conn, time.monotonic()))
+        return result
+
+    async def _give_back(self, conn: psycopg.AsyncConnection[Any], used: float) -> None:
+        _returned_at[conn] = used
+        await self.pool.putconn(conn)
+
+    async def release(self) -> None:
+        """Hand every kept connection back to the pool."""
+        while self._kept:
+            await self._give_back(*self._kept.pop())
+
+    async def close(self) -> None:
+        await self.release()
+        await super().close()

@@ -117,7 +117,7 @@ from pgrun.app import (
     SyncHandler,
     SyncJobContext,
 )
-from pgrun.client import AsyncClient, Failure, configure_async_connection
+from pgrun.client import AsyncClient, Failure, KeepingAsyncClient, configure_async_connection
 from pgrun.config import Config
 from pgrun.errors import ConflictError, InvalidInputError, LeaseLostError, PgrunError
 from pgrun.metrics import NO_METRICS, NoMetrics
@@ -268,8 +268,9 @@ class Worker:
         self._parked_writes = asyncio.Semaphore(PARKED_WRITES)
         #: pgrun.metrics.WorkerMetrics with --metrics-port, else hooks that do nothing.
         self._metrics = metrics
-        #: Where claims and heartbeats go: ``client``, or (async_claims) a pool of connections
-        #: that commit without waiting for the WAL flush, opened by ``run``.
+        #: Where claims and heartbeats go: ``client``'s pool, or (async_claims) a pool of
+        #: connections that commit without waiting for the WAL flush, opened by ``run``; while
+        #: it runs, through a KeepingAsyncClient (a claim reuses the last claim's connection).
         self._claims = client
         metrics.watch_buffer(self._unwritten)
 
@@ -303,7 +304,10 @@ class Worker:
         if claims_pool is not None:
             # opened first: its first connection is made while the definitions register
             await claims_pool.open(wait=False)
-            self._claims = AsyncClient(claims_pool)
+        claims_on = claims_pool if claims_pool is not None else getattr(self.client, "pool", None)
+        if isinstance(claims_on, AsyncConnectionPool):
+            # claims and heartbeats keep their connections between calls (KeepingAsyncClient)
+            self._claims = KeepingAsyncClient(claims_on)
         await self._register_definitions(stop)
         helpers = [
             asyncio.create_task(self._listen(), name="pgrun-listen"),
@@ -325,8 +329,10 @@ class Worker:
             for task in helpers:
                 task.cancel()
             await asyncio.gather(*helpers, return_exceptions=True)
+            if isinstance(self._claims, KeepingAsyncClient):
+                await self._claims.release()
+            self._claims = self.client
             if claims_pool is not None:
-                self._claims = self.client
                 await claims_pool.close()
 
     # -- start-up ------------------------------------------------------------------------
