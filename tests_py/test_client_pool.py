@@ -107,7 +107,8 @@ def test_a_keeping_client_reuses_its_connection_and_gives_it_back_when_idle_or_f
 ) -> None:
     """KeepingAsyncClient: calls in a row run on one connection that stays out of the pool; a
     connection idle for CHECK_IDLE_SECONDS goes back before the next call (which takes one
-    through the pool); one whose call failed goes back at once; release hands back the rest."""
+    through the pool); one whose call failed goes back at once; of two calls at once, one
+    connection is kept and the other goes back; release hands back the kept one."""
 
     async def main() -> None:
         pool = psycopg_pool.AsyncConnectionPool(
@@ -126,18 +127,30 @@ def test_a_keeping_client_reuses_its_connection_and_gives_it_back_when_idle_or_f
 
             with pytest.raises(psycopg.errors.DivisionByZero):
                 await kept._run(pgrun_client._scalar("SELECT 1 / 0", {}))
-            assert kept._kept == [] and pool.get_stats()["pool_available"] == 2, "failed: given back"
+            assert kept._kept is None and pool.get_stats()["pool_available"] == 2, "failed: given back"
 
             await backend()
+            given_back: list[object] = []
+            putconn = pool.putconn
+
+            async def counted_putconn(conn: psycopg.AsyncConnection[object]) -> None:
+                given_back.append(conn)
+                await putconn(conn)
+
+            monkeypatch.setattr(pool, "putconn", counted_putconn)
+            await backend()
+            assert given_back == [], "used within the window: kept"
             monkeypatch.setattr(pgrun_client, "CHECK_IDLE_SECONDS", 0.0)
             await backend()
-            assert len(kept._kept) == 1, "the idle one went back, the call took one from the pool"
-            assert pool.get_stats()["pool_available"] == 1
+            assert len(given_back) == 1, "idle past the window: given back before the call"
+            assert kept._kept is not None and pool.get_stats()["pool_available"] == 1
+            monkeypatch.setattr(pgrun_client, "CHECK_IDLE_SECONDS", 1.0)
 
             both = await asyncio.gather(backend(), backend())
-            assert len(set(both)) == 2 and len(kept._kept) == 2, "two calls at once: two kept"
+            assert len(set(both)) == 2, "two calls at once: two connections"
+            assert pool.get_stats()["pool_available"] == 1, "one kept, the other given back"
             await kept.release()
-            assert kept._kept == [] and pool.get_stats()["pool_available"] == 2
+            assert kept._kept is None and pool.get_stats()["pool_available"] == 2
         finally:
             await kept.close()
 

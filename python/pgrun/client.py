@@ -1741,23 +1741,24 @@ class AsyncClient:
 
 
 class KeepingAsyncClient(AsyncClient):
-    """An AsyncClient that keeps its calls' connections between calls (as many as it has had
-    calls at once) instead of handing each back to the pool: a call skips the pool's lending
-    and return, ~0.05 ms each on an idle machine (the worker's NOTIFY -> claim path goes
-    through it). A kept connection unused for ``CHECK_IDLE_SECONDS`` goes back to the pool
-    before the next call, which then lends one through its own check; a connection whose call
-    failed goes back at once (the pool drops a broken one). ``release`` hands them all back;
-    ``close`` does too, before it closes the pool."""
+    """An AsyncClient that keeps one connection, its last call's, instead of handing it back
+    to the pool: the next call skips the pool's lending and return, ~0.05 ms each on an idle
+    machine (the worker's NOTIFY -> claim path goes through it). A call made while the kept
+    connection is in use takes one from the pool and gives it back as usual, so the pool lends
+    at most one connection more than before. The kept connection goes back to the pool when it
+    sat unused for ``CHECK_IDLE_SECONDS`` (the next call then takes one through the pool's own
+    check) or when its call failed (the pool drops a broken one); ``release`` and ``close``
+    hand it back."""
 
     def __init__(self, pool: AsyncConnectionPool) -> None:
         super().__init__(pool)
-        #: Kept connections and when each was last used (monotonic), the latest last.
-        self._kept: list[tuple[psycopg.AsyncConnection[Any], float]] = []
+        #: The kept connection and when it was last used (monotonic), or None.
+        self._kept: tuple[psycopg.AsyncConnection[Any], float] | None = None
 
     async def _run(self, call: Call[R]) -> R:
         conn = None
-        while self._kept and conn is None:
-            conn, used = self._kept.pop()
+        if self._kept is not None:
+            (conn, used), self._kept = self._kept, None
             if time.monotonic() - used >= CHECK_IDLE_SECONDS:
                 await self._give_back(conn, used)
                 conn = None
@@ -1768,7 +1769,10 @@ class KeepingAsyncClient(AsyncClient):
         except BaseException:
             await self._give_back(conn, time.monotonic())
             raise
-        self._kept.append((conn, time.monotonic()))
+        if self._kept is None:
+            self._kept = (conn, time.monotonic())
+        else:  # another call keeps one already
+            await self._give_back(conn, time.monotonic())
         return result
 
     async def _give_back(self, conn: psycopg.AsyncConnection[Any], used: float) -> None:
@@ -1776,9 +1780,10 @@ class KeepingAsyncClient(AsyncClient):
         await self.pool.putconn(conn)
 
     async def release(self) -> None:
-        """Hand every kept connection back to the pool."""
-        while self._kept:
-            await self._give_back(*self._kept.pop())
+        """Hand the kept connection back to the pool."""
+        if self._kept is not None:
+            kept, self._kept = self._kept, None
+            await self._give_back(*kept)
 
     async def close(self) -> None:
         await self.release()
