@@ -22,8 +22,8 @@ One ``Worker`` is a handful of asyncio tasks sharing one connection pool:
 * **listener** (``_listen``) — its own connection, ``LISTEN pgrun_jobs``, blocked in
   ``notifies()``: the enqueue functions notify once per queue per statement, so an idle
   worker wakes within a millisecond or two instead of at its next poll. A notification
-  (``poke``, as a reaped lease or a known due time) starts the claim itself when the claim
-  loop would, rather than waking the loop to do it.
+  (``poke``, as are a reaped lease and a known due time) starts the claim itself when the
+  claim loop would, rather than leaving it to the loop it wakes.
 * **handler tasks** (``_execute``) — run the handler (``async def`` on this loop, a plain
   ``def`` in its own thread) under the job's timeout, turn what it returned or raised into
   an outcome, and put the outcome in the buffer. A result or ``Continue`` state PostgreSQL
