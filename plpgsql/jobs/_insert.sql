@@ -14,11 +14,12 @@
 --   'enqueued' event said (the time, the link to a workflow step or a schedule) is on the
 --   job row (created_at, workflow_run_id / workflow_step_key, schedule_id), and enqueue
 --   records no actor; get_job_history derives the job's 'enqueued' event from the row.
---   Old 'enqueued' rows stay valid. The rows come from pgrun._new_job_rows
---   (definitions.sql: the settings resolved, in array order); a call with a keyed job
---   inserts them ON CONFLICT DO NOTHING on jobs_idempotency_idx, a call without one
---   plainly (rows without a key never conflict). Then the
---   notifications (pgrun._enqueue_notify, once per payload): the queue name for each queue that got a job ready now, and
+--   Old 'enqueued' rows stay valid. Each row is pgrun._new_job_row's (definitions.sql: the
+--   settings resolved): one job is inserted straight from it, ON CONFLICT DO NOTHING on
+--   jobs_idempotency_idx; several through pgrun._new_job_rows (in array order), ON
+--   CONFLICT when one of them has a key, plainly when none has (rows without a key never
+--   conflict). Then the notifications (pgrun._enqueue_notify, once per payload): the queue
+--   name for each queue that got a job ready now, and
 --   '<queue> <due>' for each queue that got delayed jobs, <due> the earliest run_at in Unix
 --   milliseconds, rounded up (pgrun._enqueue_notify_payload). Returns the ids it inserted
 --   (NULL when none): a keyed element that conflicted is missing, and the door decides what
@@ -44,6 +45,11 @@ VOLATILE
 AS $$
 DECLARE
     v_now timestamptz := pgrun.now();
+    v_job pgrun._new_job;
+    v_def pgrun.job_definitions;
+    v_id uuid;
+    v_queue text;
+    v_run_at timestamptz;
     v_types text[];
     v_keyed boolean;
     v_inserted uuid[];
@@ -51,16 +57,45 @@ DECLARE
     v_run_ats timestamptz[];
     v_payloads text[];
 BEGIN
-    -- The job types whose definitions apply, and whether any job has a key: for one job
-    -- (a single enqueue, most releases and fires) plain expressions, for several one pass.
+    -- One job (a single enqueue, most releases and fires): its type's definition by the
+    -- primary key, then a one-row insert of pgrun._new_job_row, and its one notification
+    -- through the inlined pgrun._enqueue_notify. The set form's plan (the definitions' CTE,
+    -- the unnest, the join, the sort, the aggregates) cost a single enqueue ~95 us to set up
+    -- and run (~530 us a call in all, docs/performance.md). ON CONFLICT whether or not the job
+    -- has a key: a row without one is not in jobs_idempotency_idx and never conflicts, and on
+    -- one row the clause costs nothing measurable.
     IF cardinality(p_jobs) = 1 THEN
-        v_types := ARRAY[(p_jobs[1]).job_type];
-        v_keyed := (p_jobs[1]).idempotency_key IS NOT NULL;
-    ELSE
-        SELECT array_agg(DISTINCT u.job_type), bool_or(u.idempotency_key IS NOT NULL)
-        INTO v_types, v_keyed
-        FROM unnest(p_jobs) AS u;
+        v_job := p_jobs[1];
+        SELECT x.* INTO v_def FROM pgrun.job_definitions AS x WHERE x.job_type = v_job.job_type;
+        INSERT INTO pgrun.jobs AS j (
+            id, job_type, queue, priority, status, payload, run_at, max_attempts, timeout_seconds,
+            backoff_base_seconds, backoff_max_seconds, backoff_jitter,
+            organization_id, idempotency_key, enqueue_request,
+            workflow_run_id, workflow_step_key, schedule_id, created_at, updated_at
+        )
+        SELECT n.*
+        FROM pgrun._new_job_row(
+            v_job, v_def.queue, v_def.priority, v_def.max_attempts, v_def.timeout_seconds,
+            v_def.backoff_base_seconds, v_def.backoff_max_seconds, v_def.backoff_jitter, v_now
+        ) AS n
+        ON CONFLICT (
+            job_type,
+            coalesce(organization_id, '00000000-0000-0000-0000-000000000000'::uuid),
+            idempotency_key
+        ) WHERE idempotency_key IS NOT NULL
+        DO NOTHING
+        RETURNING j.id, j.queue, j.run_at INTO v_id, v_queue, v_run_at;
+        IF v_id IS NULL THEN
+            RETURN NULL;
+        END IF;
+        PERFORM pgrun._enqueue_notify(pgrun._enqueue_notify_payload(v_queue, v_run_at, v_now));
+        RETURN ARRAY[v_id];
     END IF;
+
+    -- Several jobs: the job types whose definitions apply, and whether any job has a key.
+    SELECT array_agg(DISTINCT u.job_type), bool_or(u.idempotency_key IS NOT NULL)
+    INTO v_types, v_keyed
+    FROM unnest(p_jobs) AS u;
 
     -- Keyed rows go in ON CONFLICT DO NOTHING on jobs_idempotency_idx. Without a key no row
     -- can conflict, and a plain insert skips what ON CONFLICT costs every row (a speculative
@@ -103,10 +138,9 @@ BEGIN
     END IF;
 
     -- The NOTIFY payloads: each queue that got a job ready now, and for each queue that got
-    -- delayed jobs its earliest due time. One job (a single enqueue, most releases and
-    -- fires) makes its payload directly and sends it through the inlined
-    -- pgrun._enqueue_notify: the grouping query costs ~45 us to set up in every transaction,
-    -- a plpgsql call around one pg_notify ~20 us.
+    -- delayed jobs its earliest due time. When one job of several went in (the others' keys
+    -- conflicted) it makes its payload directly, as a single job does: the grouping query
+    -- costs ~45 us to set up in every transaction, a plpgsql call around one pg_notify ~20 us.
     IF cardinality(v_inserted) = 1 THEN
         PERFORM pgrun._enqueue_notify(pgrun._enqueue_notify_payload(v_queues[1], v_run_ats[1], v_now));
     ELSIF v_inserted IS NOT NULL THEN

@@ -21,8 +21,9 @@
 -- _job_defaults() is THE home of the built-in defaults: what a job gets when neither the
 -- request nor its type's definition says (queue 'default', priority 100, max_attempts 20,
 -- no timeout, backoff 2 s / 3600 s / 0.2). upsert_job_definition fills a definition's
--- omitted fields from it, and _new_job_rows (below; read by pgrun._enqueue_insert_jobs,
--- jobs/_insert.sql) resolves every new job's settings against its type's definition and it.
+-- omitted fields from it, and _new_job_row (below; read by pgrun._enqueue_insert_jobs,
+-- jobs/_insert.sql, directly for one job and through _new_job_rows for several) resolves
+-- every new job's settings against its type's definition and it.
 -- An IMMUTABLE SQL function returning one row, with no SET clause: the planner inlines it
 -- into the insert and folds its values into constants, so the hot insert pays no call per
 -- row (EXPLAIN VERBOSE shows the literals). The column
@@ -74,16 +75,84 @@ COMMENT ON FUNCTION pgrun._job_defaults() IS
 'Private: the built-in job settings (queue, priority, max_attempts, timeout_seconds, backoff base, max, '
 'jitter) a job gets when neither its request nor its type''s definition gives one; one row.';
 
--- The rows the one insert of new jobs (pgrun._enqueue_insert_jobs, jobs/_insert.sql) writes,
--- one per element of p_jobs and in its order: the door's values, and for queue, priority,
--- max_attempts and timeout the request, else the job type's definition, else
--- pgrun._job_defaults() (the backoff: the definition, else the default).
--- p_types holds the job types of p_jobs: only their definitions are read (by the primary key),
--- so a single enqueue costs about the same with 1 or 500 job types defined (1.02-1.03x; the
--- hash of the whole table it replaces made it 1.25x). The set-returning functions in the select
--- list, not in FROM: there unnest() fills a tuplestore first (the old fourteen-array form
--- measured ~50 us of a single enqueue in FROM, ~15 us in the select list). Inlined into the
--- insert that reads it (STABLE sql without a SET clause).
+-- THE row of a new job, from what its door decided (p_job) and its type's definition (the
+-- p_def_* values; NULL when the type has none): queue, priority, max_attempts and timeout are
+-- the request, else the definition, else pgrun._job_defaults(); the backoff the definition,
+-- else the default; created_at and updated_at p_now. The definition comes as its values, not
+-- as a row, so that the set form below passes a join's columns and the planner folds the
+-- whole function away (an inlined STABLE sql function without a SET clause and without a
+-- FROM of its own beyond the inlined defaults: one Result node, no call per row).
+-- pgrun._enqueue_insert_jobs inserts one job straight from it (its definition read by the
+-- primary key first): a single enqueue then runs a one-row INSERT ... SELECT instead of the
+-- set form's plan (~95 us less of a ~530 us call, docs/performance.md).
+CREATE OR REPLACE FUNCTION pgrun._new_job_row(
+    p_job pgrun._new_job,
+    p_def_queue text,
+    p_def_priority integer,
+    p_def_max_attempts integer,
+    p_def_timeout_seconds integer,
+    p_def_backoff_base_seconds double precision,
+    p_def_backoff_max_seconds double precision,
+    p_def_backoff_jitter double precision,
+    p_now timestamptz
+)
+RETURNS TABLE (
+    id uuid, job_type text, queue text, priority integer, status text, payload jsonb,
+    run_at timestamptz, max_attempts integer, timeout_seconds integer,
+    backoff_base_seconds double precision, backoff_max_seconds double precision,
+    backoff_jitter double precision, organization_id uuid, idempotency_key text,
+    enqueue_request jsonb, workflow_run_id uuid, workflow_step_key text, schedule_id uuid,
+    created_at timestamptz, updated_at timestamptz
+)
+LANGUAGE sql
+STABLE
+ROWS 1
+AS $$
+    SELECT
+        (p_job).id,
+        (p_job).job_type,
+        coalesce((p_job).queue, p_def_queue, b.queue),
+        coalesce((p_job).priority, p_def_priority, b.priority),
+        'queued',
+        (p_job).payload,
+        (p_job).run_at,
+        coalesce((p_job).max_attempts, p_def_max_attempts, b.max_attempts),
+        coalesce((p_job).timeout_seconds, p_def_timeout_seconds, b.timeout_seconds),
+        coalesce(p_def_backoff_base_seconds, b.backoff_base_seconds),
+        coalesce(p_def_backoff_max_seconds, b.backoff_max_seconds),
+        coalesce(p_def_backoff_jitter, b.backoff_jitter),
+        (p_job).organization_id,
+        (p_job).idempotency_key,
+        (p_job).enqueue_request,
+        (p_job).workflow_run_id,
+        (p_job).workflow_step_key,
+        (p_job).schedule_id,
+        p_now,
+        p_now
+    FROM pgrun._job_defaults() AS b
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._new_job_row(
+    pgrun._new_job, text, integer, integer, integer, double precision, double precision, double precision,
+    timestamptz
+) FROM public;
+
+COMMENT ON FUNCTION pgrun._new_job_row(
+    pgrun._new_job, text, integer, integer, integer, double precision, double precision, double precision,
+    timestamptz
+) IS
+'Private: the row of one new job, settings resolved as request, definition (the p_def_* values, NULL when '
+'the type has none), built-in default; the insert of new jobs reads it, for several jobs through _new_job_rows.';
+
+-- The rows of several new jobs (pgrun._enqueue_insert_jobs, jobs/_insert.sql), one per
+-- element of p_jobs and in its order: pgrun._new_job_row over each element and its type's
+-- definition. p_types holds the job types of p_jobs: only their definitions are read (by the
+-- primary key), so an enqueue costs about the same with 1 or 500 job types defined (1.02-1.03x;
+-- the hash of the whole table it replaces made it 1.25x). The set-returning functions in the
+-- select list, not in FROM: there unnest() fills a tuplestore first (the old fourteen-array
+-- form measured ~50 us of a single enqueue in FROM, ~15 us in the select list). Inlined into
+-- the insert that reads it (STABLE sql without a SET clause), with _new_job_row inlined into
+-- it: the plan is the one the row expressions written out here had (EXPLAIN VERBOSE).
 CREATE OR REPLACE FUNCTION pgrun._new_job_rows(
     p_jobs pgrun._new_job[],
     p_types text[],
@@ -114,36 +183,19 @@ AS $$
             LIMIT 1
         ) AS y
     )
-    SELECT
-        r.id,
-        r.job_type,
-        coalesce(r.queue, d.queue, b.queue),
-        coalesce(r.priority, d.priority, b.priority),
-        'queued',
-        r.payload,
-        r.run_at,
-        coalesce(r.max_attempts, d.max_attempts, b.max_attempts),
-        coalesce(r.timeout_seconds, d.timeout_seconds, b.timeout_seconds),
-        coalesce(d.backoff_base_seconds, b.backoff_base_seconds),
-        coalesce(d.backoff_max_seconds, b.backoff_max_seconds),
-        coalesce(d.backoff_jitter, b.backoff_jitter),
-        r.organization_id,
-        r.idempotency_key,
-        r.enqueue_request,
-        r.workflow_run_id,
-        r.workflow_step_key,
-        r.schedule_id,
-        p_now,
-        p_now
-    -- the outer subquery is pulled up, so r.<field> is a field of the element, read in place
+    SELECT n.*
+    -- the outer subquery is pulled up, so each field of r.job is read in place
     FROM (
-        SELECT e.ord, (e.job).*
+        SELECT e.ord, e.job, (e.job).job_type
         FROM (
             SELECT pg_catalog.generate_subscripts(p_jobs, 1) AS ord, pg_catalog.unnest(p_jobs) AS job
         ) AS e
     ) AS r
-    CROSS JOIN pgrun._job_defaults() AS b
     LEFT JOIN d ON d.job_type OPERATOR(pg_catalog.=) r.job_type
+    CROSS JOIN LATERAL pgrun._new_job_row(
+        r.job, d.queue, d.priority, d.max_attempts, d.timeout_seconds,
+        d.backoff_base_seconds, d.backoff_max_seconds, d.backoff_jitter, p_now
+    ) AS n
     -- array order decides which of several same-key elements creates the job, and ids ascend
     -- in it: the rows and index entries go in in id order
     ORDER BY r.ord
@@ -152,8 +204,8 @@ $$;
 REVOKE EXECUTE ON FUNCTION pgrun._new_job_rows(pgrun._new_job[], text[], timestamptz) FROM public;
 
 COMMENT ON FUNCTION pgrun._new_job_rows(pgrun._new_job[], text[], timestamptz) IS
-'Private: the rows of new jobs in array order, settings resolved as request, definition (of the types in '
-'p_types), built-in default; read by the one insert of new jobs.';
+'Private: the rows of new jobs in array order (pgrun._new_job_row each), settings resolved as request, '
+'definition (of the types in p_types), built-in default; read by the one insert of new jobs.';
 
 CREATE OR REPLACE FUNCTION pgrun.upsert_job_definition(
     job_type text,
