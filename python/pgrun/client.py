@@ -286,8 +286,13 @@ def _make_record_row(cls: type[T]) -> BaseRowFactory[T]:
     new = object.__new__
 
     def filled(values: Sequence[Any]) -> T:
+        # Key by key: dict.update over a zip goes the generic way, ~0.2-0.9 us more for a
+        # ClaimedJob (1.3 against 1.5-2.1 us). The factory below has checked that the result
+        # has exactly these columns, so values and fields have the same length.
         row = new(cls)
-        row.__dict__.update(zip(fields, values, strict=True))
+        into = row.__dict__
+        for name, value in zip(fields, values):  # noqa: B905 (lengths checked by the factory)
+            into[name] = value
         return row
 
     def factory(cursor: Any) -> Callable[[Sequence[Any]], T]:
