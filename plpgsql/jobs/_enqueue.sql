@@ -559,14 +559,22 @@ BEGIN
 
     SELECT w.default_organization, w.allowed_organizations INTO v_default_org, v_allowed_orgs
     FROM pgrun._caller_write_organizations() AS w;
+    -- A role bound to organizations: each element's (or the default) must be one of them. A
+    -- single request's is an expression, not a query over the array (~35 us of a single
+    -- enqueue by such a role).
     IF v_allowed_orgs IS NOT NULL THEN
-        SELECT e.ord::integer, o.org
-        INTO v_bad_ord, v_bad_org
-        FROM jsonb_array_elements(p_requests) WITH ORDINALITY AS e (elem, ord)
-        CROSS JOIN LATERAL (SELECT coalesce((e.elem ->> 'organization_id')::uuid, v_default_org) AS org) AS o
-        WHERE CASE WHEN o.org IS NULL THEN cardinality(v_allowed_orgs) > 0 ELSE o.org <> ALL (v_allowed_orgs) END
-        ORDER BY e.ord
-        LIMIT 1;
+        IF p_single THEN
+            v_bad_org := coalesce((p_requests -> 0 ->> 'organization_id')::uuid, v_default_org);
+            v_bad_ord := CASE WHEN pgrun._organization_refused(v_bad_org, v_allowed_orgs) THEN 1 END;
+        ELSE
+            SELECT e.ord::integer, o.org
+            INTO v_bad_ord, v_bad_org
+            FROM jsonb_array_elements(p_requests) WITH ORDINALITY AS e (elem, ord)
+            CROSS JOIN LATERAL (SELECT coalesce((e.elem ->> 'organization_id')::uuid, v_default_org) AS org) AS o
+            WHERE pgrun._organization_refused(o.org, v_allowed_orgs)
+            ORDER BY e.ord
+            LIMIT 1;
+        END IF;
         IF v_bad_ord IS NOT NULL THEN
             v_where := CASE WHEN p_single THEN '' ELSE format('element %s: ', v_bad_ord) END;
             IF v_bad_org IS NULL THEN

@@ -152,6 +152,30 @@ REVOKE ALL ON FUNCTION pgrun._in_scope(uuid, boolean, uuid[], boolean) FROM publ
 COMMENT ON FUNCTION pgrun._in_scope(uuid, boolean, uuid[], boolean) IS
 'Private: whether a row of organization p_organization_id is inside a scope from _caller_scope.';
 
+-- The organization rule of a write, for one job: whether a login role whose writes may act
+-- for p_allowed (never NULL here: NULL means any, and needs no test) may not create a job of
+-- organization p_org. No organization is refused only when the role has some (it must name
+-- one); an organization is refused when it is not among them. Inlined into the enqueue
+-- check (pgrun._enqueue_check_requests), an expression for a single enqueue and a filter for
+-- a batch; every name is qualified.
+CREATE OR REPLACE FUNCTION pgrun._organization_refused(p_org uuid, p_allowed uuid[])
+RETURNS boolean
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+AS $$
+    SELECT CASE
+        WHEN p_org IS NULL THEN pg_catalog.cardinality(p_allowed) OPERATOR(pg_catalog.>) 0
+        ELSE p_org OPERATOR(pg_catalog.<>) ALL (p_allowed)
+    END
+$$;
+
+REVOKE ALL ON FUNCTION pgrun._organization_refused(uuid, uuid[]) FROM public;
+
+COMMENT ON FUNCTION pgrun._organization_refused(uuid, uuid[]) IS
+'Private: whether a role whose writes may act for p_allowed may not create a job of organization p_org '
+'(none: refused when the role has some; one: refused when not among them).';
+
 CREATE OR REPLACE FUNCTION pgrun._caller_organization(
     p_organization_id uuid,
     OUT organization_id uuid,
