@@ -60,8 +60,8 @@ BEGIN
     -- One job (a single enqueue, most releases and fires): its type's definition by the
     -- primary key, then a one-row insert of pgrun._new_job_row, and its one notification
     -- through the inlined pgrun._enqueue_notify. The set form's plan (the definitions' CTE,
-    -- the unnest, the join, the sort, the aggregates) cost a single enqueue ~95 us to set up
-    -- and run (~530 us a call in all, docs/performance.md). ON CONFLICT whether or not the job
+    -- the unnest, the join, the sort, the aggregates) cost a single enqueue ~10 % of its time
+    -- to set up and run (docs/performance.md, eleventh pass). ON CONFLICT whether or not the job
     -- has a key: a row without one is not in jobs_idempotency_idx and never conflicts, and on
     -- one row the clause costs nothing measurable.
     IF cardinality(p_jobs) = 1 THEN

@@ -84,7 +84,7 @@ COMMENT ON FUNCTION pgrun._job_defaults() IS
 -- FROM of its own beyond the inlined defaults: one Result node, no call per row).
 -- pgrun._enqueue_insert_jobs inserts one job straight from it (its definition read by the
 -- primary key first): a single enqueue then runs a one-row INSERT ... SELECT instead of the
--- set form's plan (~95 us less of a ~530 us call, docs/performance.md).
+-- set form's plan (~10 % less of a single enqueue, docs/performance.md).
 CREATE OR REPLACE FUNCTION pgrun._new_job_row(
     p_job pgrun._new_job,
     p_def_queue text,
