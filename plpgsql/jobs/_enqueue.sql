@@ -560,8 +560,8 @@ BEGIN
     SELECT w.default_organization, w.allowed_organizations INTO v_default_org, v_allowed_orgs
     FROM pgrun._caller_write_organizations() AS w;
     -- A role bound to organizations: each element's (or the default) must be one of them. A
-    -- single request's is an expression, not a query over the array (~35 us of a single
-    -- enqueue by such a role).
+    -- single request's is an expression, not a query over the array (the query cost a single
+    -- enqueue by such a role ~22 us more, docs/performance.md).
     IF v_allowed_orgs IS NOT NULL THEN
         IF p_single THEN
             v_bad_org := coalesce((p_requests -> 0 ->> 'organization_id')::uuid, v_default_org);

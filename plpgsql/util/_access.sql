@@ -154,8 +154,8 @@ COMMENT ON FUNCTION pgrun._in_scope(uuid, boolean, uuid[], boolean) IS
 
 -- The organization rule of a write, for one job: whether a login role whose writes may act
 -- for p_allowed (never NULL here: NULL means any, and needs no test) may not create a job of
--- organization p_org. No organization is refused only when the role has some (it must name
--- one); an organization is refused when it is not among them. Inlined into the enqueue
+-- organization p_org. A job without an organization is refused when the role has some (it
+-- must name one); a job with one, when it is not among them. Inlined into the enqueue
 -- check (pgrun._enqueue_check_requests), an expression for a single enqueue and a filter for
 -- a batch; every name is qualified.
 CREATE OR REPLACE FUNCTION pgrun._organization_refused(p_org uuid, p_allowed uuid[])
