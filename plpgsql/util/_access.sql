@@ -155,9 +155,9 @@ COMMENT ON FUNCTION pgrun._in_scope(uuid, boolean, uuid[], boolean) IS
 -- The organization rule of a write, for one job: whether a login role whose writes may act
 -- for p_allowed (never NULL here: NULL means any, and needs no test) may not create a job of
 -- organization p_org. A job without an organization is refused when the role has some (it
--- must name one); a job with one, when it is not among them. Inlined into the enqueue
--- check (pgrun._enqueue_check_requests), an expression for a single enqueue and a filter for
--- a batch; every name is qualified.
+-- must name one); a job with one, when it is not among them. Inlined where a write decides
+-- it: the enqueue check (pgrun._enqueue_check_requests; an expression for a single enqueue, a
+-- filter for a batch) and pgrun._caller_organization (below); every name is qualified.
 CREATE OR REPLACE FUNCTION pgrun._organization_refused(p_org uuid, p_allowed uuid[])
 RETURNS boolean
 LANGUAGE sql
@@ -192,13 +192,11 @@ BEGIN
     organization_id := coalesce(p_organization_id, v_write.default_organization);
     IF v_write.allowed_organizations IS NULL THEN
         allowed := true;
-    ELSIF organization_id IS NULL THEN
-        IF cardinality(v_write.allowed_organizations) > 0 THEN
+    ELSE
+        allowed := NOT pgrun._organization_refused(organization_id, v_write.allowed_organizations);
+        IF NOT allowed AND organization_id IS NULL THEN
             PERFORM pgrun._raise_organization_required(cardinality(v_write.allowed_organizations));
         END IF;
-        allowed := true;
-    ELSE
-        allowed := organization_id = ANY (v_write.allowed_organizations);
     END IF;
 END;
 $$;
