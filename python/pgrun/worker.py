@@ -315,8 +315,7 @@ class Worker:
             asyncio.create_task(self._flush_loop(), name="pgrun-flush"),
         ]
         stop_waiter = asyncio.create_task(stop.wait())
-        stop_waiter.add_done_callback(lambda _: self._wake.set())
-        stop_waiter.add_done_callback(lambda _: setattr(self, "_claiming_on", False))
+        stop_waiter.add_done_callback(self._stop_claiming)
         self._job_types = sorted(self.app.job_types)
         self._claiming_on = True
         try:
@@ -381,6 +380,12 @@ class Worker:
                     await self._wake.wait()
             except TimeoutError:
                 self._maybe_ready = True
+
+    def _stop_claiming(self, _: object) -> None:
+        """The stop event is set (or ``run`` is ending): no poke starts a claim from now on,
+        and the claim loop wakes to return."""
+        self._claiming_on = False
+        self._wake.set()
 
     def _claim_if_room(self) -> bool:
         """Start a claim if one is due now (``_claim_size``); whether one started."""
