@@ -305,7 +305,8 @@ def test_a_poke_starts_the_claim_itself_while_the_worker_claims() -> None:
         worker._stopping = True
         worker.poke()
         assert worker._claiming == {}, "a stopping worker claims nothing"
-        worker._stopping, worker._claiming_on = False, False  # the stop event fired
+        worker._stopping = False
+        worker._stop_claiming(None)  # the stop event fired
         worker.poke()
         assert worker._claiming == {} and held.calls == [8]
 
