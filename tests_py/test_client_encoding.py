@@ -1,0 +1,64 @@
+"""How the client sends id arrays: a list of UUID objects goes as one binary uuid[] (pgrun's own
+dumper), anything else as psycopg dumps a list. Either way the server gets the same ids, in the
+same order, and a batch write answers the same."""
+
+from __future__ import annotations
+
+from uuid import UUID, uuid4
+
+import psycopg
+
+from pgrun.client import Client, _UuidArray, _uuids
+
+EDGE_IDS = [
+    UUID(int=0),
+    UUID(int=2**128 - 1),
+    UUID("0192f5c4-0000-7000-8000-000000000001"),
+]
+
+
+def test_uuid_lists_arrive_as_the_same_array(db: str) -> None:
+    """Every length the writes send (none, one, a batch of 1,000), edge values and repeats: the
+    server's array is the list, element for element, 1-based, one dimension."""
+    cases = [[], [uuid4()], EDGE_IDS, EDGE_IDS + EDGE_IDS[:1], [uuid4() for _ in range(1000)]]
+    with psycopg.connect(db) as conn:
+        for ids in cases:
+            sent = _uuids(list(ids))
+            assert type(sent) is _UuidArray
+            row = conn.execute(
+                "SELECT a, cardinality(a), array_ndims(a), array_lower(a, 1), a::text "
+                "FROM (SELECT %s::uuid[] AS a) AS s",
+                (sent,),
+            ).fetchone()
+            assert row is not None
+            array, count, ndims, lower, text = row
+            assert array == ids
+            assert count == len(ids)
+            assert (ndims, lower) == ((1, 1) if ids else (None, None))
+            assert text == "{" + ",".join(str(i) for i in ids) + "}"
+
+
+def test_text_ids_stay_a_list_the_server_parses() -> None:
+    ids: list[UUID | str] = [str(uuid4()), str(uuid4())]
+    assert _uuids(ids) == ids and type(_uuids(ids)) is list
+
+
+def test_a_batch_write_answers_the_same_for_uuid_and_text_ids(db: str) -> None:
+    """complete_jobs with UUID objects (binary) and with their text (a list psycopg dumps): the
+    same outcomes; a wrong token is lease_lost either way and changes nothing."""
+    with Client.connect(db) as client:
+        client.enqueue_jobs([{"job_type": "encode.check", "payload": {"n": n}} for n in range(6)])
+        claimed = client.claim_jobs("w-enc", max_jobs=6)
+        assert len(claimed) == 6
+        as_uuids = [(c.job_id, c.lease_token, None) for c in claimed[:3]]
+        as_text = [(str(c.job_id), str(c.lease_token), None) for c in claimed[3:]]
+        stranger = uuid4()
+        for batch in (as_uuids, as_text):
+            wrong = [(batch[0][0], stranger if isinstance(batch[0][0], UUID) else str(stranger), None)]
+            lost = client.complete_jobs(wrong)
+            assert [(str(o.job_id), o.outcome, o.lost_reason) for o in lost] == [
+                (str(batch[0][0]), "lease_lost", "token_mismatch")
+            ]
+            done = client.complete_jobs(batch)
+            assert [(str(o.job_id), o.outcome) for o in done] == [(str(j), "succeeded") for j, _, _ in batch]
+        assert [client.get_job(c.job_id)["status"] for c in claimed] == ["succeeded"] * 6
