@@ -82,11 +82,13 @@ sql-bundle: venv
 
 # Benchmarks start their own durable embedded server unless DATABASE_URL is set. ab_bench.py
 # compares the hot path with the commit before the role model (--base REF for another);
-# server_cpu_bench.py the server time per call with HEAD (the uncommitted change).
+# server_cpu_bench.py the server time per call with HEAD (the uncommitted change);
+# ceilings_bench.py an enqueue against plain writes of the same job into pgrun.jobs.
 bench: venv sysdeps
 	$(PY) bench/jobs_bench.py $(BENCH_ARGS)
 	$(PY) bench/workflows_bench.py $(BENCH_ARGS)
 	$(PY) bench/ab_bench.py $(BENCH_ARGS)
+	$(PY) bench/ceilings_bench.py
 	@$(call WITH_DB,$(PY) bench/server_cpu_bench.py)
 
 # The peers are installed from PyPI into their own venv (bench/peers/.venv-peers) by the script.

@@ -1,0 +1,235 @@
+"""What pgrun's own jobs table allows: an enqueue against plainer writes of the same job.
+
+Three measures on one migrated scratch database, durable commits, every call its own
+transaction, the variants of a measure called in a fresh random order each round (so drift
+falls on all alike) and summarised by their medians:
+
+single  one job per call: pgrun's `Client.enqueue_job` (a login role of pgrun_admin, a
+        one-connection pool); the same SQL call on a plain connection; a SECURITY DEFINER
+        plpgsql function that only inserts the job row into pgrun.jobs and notifies (no checks,
+        no definitions, no request, no UUIDv7: what any function-shaped enqueue pays at least);
+        a prepared `INSERT` of that row into pgrun.jobs itself (superuser); a prepared `INSERT`
+        into a three-column table (the peers bench's floor).
+bulk    10,000 jobs per call: `Client.enqueue_jobs`; one `INSERT ... SELECT` of the same JSON
+        array into pgrun.jobs (ids from the session's UUIDv7 slots, settings as constants);
+        the same into the three-column table.
+table   one-row prepared `INSERT`s into copies of pgrun.jobs built up piece by piece: the
+        columns, defaults and primary key; with its CHECK constraints; with its indexes (no
+        checks); with both; pgrun.jobs; and the three-column table.
+
+So each of pgrun's layers (client, checks and settings, function, the table's constraints,
+indexes and width) has a price, and a target above a plain write into pgrun.jobs is a target
+for the table, not for the code around it.
+
+Usage: python bench/ceilings_bench.py [--calls 2000] [--bulk-rounds 10]
+Without DATABASE_URL it starts an embedded server (durable settings); with it, DATABASE_URL must
+be a superuser's (it makes a scratch database, copies of pgrun.jobs and a function in it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from jobs_bench import server
+from pgrun import migrate
+from pgrun.client import Client, configure_connection
+from pgrun.testing import login_roles, scratch_database
+
+JOB_TYPE = "bench.noop"
+PAYLOAD = Jsonb({"n": 1})
+WARMUP = 50
+BULK = 10_000
+
+# The settings every variant writes as constants: what pgrun's defaults resolve to.
+ROW_COLUMNS = (
+    "id, job_type, queue, priority, payload, run_at, max_attempts, "
+    "backoff_base_seconds, backoff_max_seconds, backoff_jitter"
+)
+ROW_VALUES = "gen_random_uuid(), %s, 'default', 100, %s, now(), 20, 2, 3600, 0.2"
+
+SETUP = f"""
+CREATE TABLE public.ceiling_floor (id bigserial PRIMARY KEY, job_type text NOT NULL, payload jsonb NOT NULL);
+CREATE TABLE public.ceiling_wide (LIKE pgrun.jobs INCLUDING DEFAULTS) WITH (fillfactor = 50);
+ALTER TABLE public.ceiling_wide ADD PRIMARY KEY (id);
+CREATE TABLE public.ceiling_checks (LIKE pgrun.jobs INCLUDING DEFAULTS INCLUDING CONSTRAINTS)
+    WITH (fillfactor = 50);
+ALTER TABLE public.ceiling_checks ADD PRIMARY KEY (id);
+CREATE TABLE public.ceiling_indexes (LIKE pgrun.jobs INCLUDING DEFAULTS INCLUDING INDEXES)
+    WITH (fillfactor = 50);
+CREATE TABLE public.ceiling_all (LIKE pgrun.jobs INCLUDING ALL) WITH (fillfactor = 50);
+CREATE FUNCTION public.ceiling_bare_enqueue(p_job_type text, p_payload jsonb)
+RETURNS uuid
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_id uuid;
+    v_queue text;
+BEGIN
+    INSERT INTO pgrun.jobs AS j ({ROW_COLUMNS})
+    VALUES (gen_random_uuid(), p_job_type, 'default', 100, p_payload, now(), 20, 2, 3600, 0.2)
+    RETURNING j.id, j.queue INTO v_id, v_queue;
+    PERFORM pg_notify('pgrun_jobs', v_queue);
+    RETURN v_id;
+END;
+$$;
+ALTER FUNCTION public.ceiling_bare_enqueue(text, jsonb) OWNER TO pgrun_owner;
+"""
+
+BULK_INTO_JOBS = f"""
+INSERT INTO pgrun.jobs ({ROW_COLUMNS})
+SELECT pgrun._uuidv7_at(s.first + e.n - 1), e.job ->> 'job_type', 'default', 100, e.job -> 'payload',
+       now(), 20, 2, 3600, 0.2
+FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS e (job, n),
+     pgrun._uuidv7_reserve({BULK}) AS s (first)
+RETURNING id
+"""
+BULK_INTO_FLOOR = """
+INSERT INTO public.ceiling_floor (job_type, payload)
+SELECT e.job ->> 'job_type', e.job -> 'payload' FROM jsonb_array_elements(%s::jsonb) AS e (job)
+RETURNING id
+"""
+
+
+Call = Callable[[], object]
+
+
+def insert_row(conn: psycopg.Connection[Any], table: str) -> Call:
+    """One prepared INSERT of a job row with pgrun's default settings into ``table``."""
+    query = f"INSERT INTO {table} ({ROW_COLUMNS}) VALUES ({ROW_VALUES})"
+    return lambda: conn.execute(query, (JOB_TYPE, PAYLOAD), prepare=True)
+
+
+def insert_floor(conn: psycopg.Connection[Any]) -> Call:
+    """One prepared INSERT into the three-column table (the peers bench's floor)."""
+    query = "INSERT INTO public.ceiling_floor (job_type, payload) VALUES (%s, %s)"
+    return lambda: conn.execute(query, (JOB_TYPE, PAYLOAD), prepare=True)
+
+
+def interleaved(variants: dict[str, Call], rounds: int, warmup: int) -> dict[str, float]:
+    """Median seconds per call of each variant; every round calls each once, in a new order."""
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    names = list(variants)
+    for n in range(warmup + rounds):
+        random.shuffle(names)
+        for name in names:
+            start = time.perf_counter()
+            variants[name]()
+            if n >= warmup:
+                times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def report(title: str, medians: dict[str, float], base: str, per: int, unit: str) -> list[dict[str, Any]]:
+    print(f"\n{title}")
+    print(f"| | per call | {unit}/s | / {base} |")
+    print("|---|---:|---:|---:|")
+    rows = []
+    for name, seconds in medians.items():
+        ratio = seconds / medians[base]
+        shown = f"{seconds * 1e6:.0f} µs" if seconds < 0.01 else f"{seconds * 1e3:.1f} ms"
+        print(f"| {name} | {shown} | {per / seconds:,.0f} | {ratio:.2f} |")
+        rows.append({"variant": name, "seconds": seconds, "per_s": per / seconds, "ratio": ratio})
+    return rows
+
+
+def bulk_jobs() -> list[dict[str, Any]]:
+    return [{"job_type": JOB_TYPE, "payload": {"n": i}} for i in range(BULK)]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--calls", type=int, default=2000, help="calls per variant, single and table")
+    parser.add_argument("--bulk-rounds", type=int, default=10)
+    parser.add_argument("--json", default="bench/results/ceilings.json")
+    args = parser.parse_args()
+
+    results: dict[str, Any] = {}
+    with server(False) as admin, scratch_database(admin, prefix="pgrun_ceiling") as dsn:
+        migrate.migrate(dsn)
+        with psycopg.connect(dsn, autocommit=True) as owner:
+            owner.execute(SETUP)
+        with (
+            login_roles(admin, {"admin": "admin"}) as made,
+            psycopg.connect(dsn, autocommit=True) as superuser,
+            psycopg.connect(made["admin"].dsn(dsn), autocommit=True) as app,
+            Client.connect(made["admin"].dsn(dsn), max_size=1) as client,
+        ):
+            configure_connection(app)
+            single: dict[str, Call] = {
+                "Client.enqueue_job": lambda: client.enqueue_job(JOB_TYPE, {"n": 1}),
+                "SELECT pgrun.enqueue_job (plain connection)": lambda: app.execute(
+                    "SELECT * FROM pgrun.enqueue_job(%s, %s)", (JOB_TYPE, PAYLOAD), prepare=True
+                ).fetchall(),
+                "plpgsql function: INSERT + pg_notify only": lambda: app.execute(
+                    "SELECT public.ceiling_bare_enqueue(%s, %s)", (JOB_TYPE, PAYLOAD), prepare=True
+                ).fetchall(),
+                "INSERT into pgrun.jobs": insert_row(superuser, "pgrun.jobs"),
+                "INSERT into a 3-column table": insert_floor(superuser),
+            }
+            results["single"] = report(
+                "single (one job a call, durable commit)",
+                interleaved(single, args.calls, WARMUP),
+                "Client.enqueue_job",
+                1,
+                "jobs",
+            )
+
+            bulk: dict[str, Call] = {
+                "Client.enqueue_jobs": lambda: client.enqueue_jobs(bulk_jobs()),
+                "INSERT ... SELECT into pgrun.jobs": lambda: superuser.execute(
+                    BULK_INTO_JOBS, (json.dumps(bulk_jobs()),)
+                ).fetchall(),
+                "INSERT ... SELECT into a 3-column table": lambda: superuser.execute(
+                    BULK_INTO_FLOOR, (json.dumps(bulk_jobs()),)
+                ).fetchall(),
+            }
+            results["bulk"] = report(
+                f"bulk ({BULK:,} jobs a call)",
+                interleaved(bulk, args.bulk_rounds, 1),
+                "Client.enqueue_jobs",
+                BULK,
+                "rows",
+            )
+
+            tables = {
+                "columns, defaults, primary key": "public.ceiling_wide",
+                "+ CHECK constraints": "public.ceiling_checks",
+                "+ indexes (no CHECK constraints)": "public.ceiling_indexes",
+                "+ CHECK constraints and indexes": "public.ceiling_all",
+                "pgrun.jobs": "pgrun.jobs",
+            }
+            table = {label: insert_row(superuser, name) for label, name in tables.items()}
+            table["3-column table"] = single["INSERT into a 3-column table"]
+            results["table"] = report(
+                "table (one-row INSERT, durable commit)",
+                interleaved(table, args.calls, WARMUP),
+                "pgrun.jobs",
+                1,
+                "rows",
+            )
+
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
