@@ -30,7 +30,8 @@ from uuid import UUID
 
 import orjson
 import psycopg
-from psycopg.adapt import Buffer, Dumper
+from psycopg.abc import Buffer
+from psycopg.adapt import Dumper
 from psycopg.pq import Format
 from psycopg.rows import BaseRowFactory, class_row, tuple_row
 from psycopg.types.json import Jsonb, set_json_loads
