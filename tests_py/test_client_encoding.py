@@ -4,6 +4,7 @@ same order, and a batch write answers the same."""
 
 from __future__ import annotations
 
+from typing import Any
 from uuid import UUID, uuid4
 
 import psycopg
@@ -62,3 +63,25 @@ def test_a_batch_write_answers_the_same_for_uuid_and_text_ids(db: str) -> None:
             done = client.complete_jobs(batch)
             assert [(str(o.job_id), o.outcome) for o in done] == [(str(j), "succeeded") for j, _, _ in batch]
         assert [client.get_job(c.job_id)["status"] for c in claimed] == ["succeeded"] * 6
+
+
+def test_none_is_no_result_whichever_call_completes(db: str) -> None:
+    """A result of None is stored as SQL NULL (no result), as complete_job leaves it, in a batch
+    of Nones (sent without a results array) and beside other results alike; every other value,
+    JSON's falsy ones included, is stored as given."""
+    with Client.connect(db) as client, psycopg.connect(db) as conn:
+        client.enqueue_jobs([{"job_type": "encode.result", "payload": {"n": n}} for n in range(7)])
+        claimed = client.claim_jobs("w-enc", max_jobs=7)
+        assert len(claimed) == 7
+        client.complete_job(claimed[0].job_id, claimed[0].lease_token, None)
+        client.complete_jobs([(c.job_id, c.lease_token, None) for c in claimed[1:3]])
+        mixed: list[Any] = [None, {"a": 1}, 0, ""]
+        client.complete_jobs([(c.job_id, c.lease_token, r) for c, r in zip(claimed[3:], mixed, strict=True)])
+        ids = [c.job_id for c in claimed]
+        rows = conn.execute(
+            "SELECT result IS NULL, result FROM pgrun.jobs AS j "
+            "JOIN unnest(%s::uuid[]) WITH ORDINALITY AS u (id, n) ON u.id = j.id ORDER BY u.n",
+            (ids,),
+        ).fetchall()
+        assert rows == [(True, None)] * 4 + [(False, {"a": 1}), (False, 0), (False, "")]
+        assert [client.get_job(c.job_id)["status"] for c in claimed] == ["succeeded"] * 7

@@ -433,10 +433,11 @@ def _complete_job(job_id: Id, lease_token: Id, result: Json) -> Call[str]:
 def _complete_jobs(
     completions: Sequence[tuple[Id, Id, Json]], *, succeeded_rows: bool
 ) -> Call[list[BatchOutcome]]:
+    results = [c[2] for c in completions]
     params: dict[str, Any] = dict(
         job_ids=_uuids([c[0] for c in completions]),
         lease_tokens=_uuids([c[1] for c in completions]),
-        results=Jsonb([c[2] for c in completions]),
+        results=None if all(result is None for result in results) else Jsonb(results),
         succeeded_rows=succeeded_rows,
     )
     return _all(q.COMPLETE_JOBS, params, BatchOutcome)

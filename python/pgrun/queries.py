@@ -55,16 +55,18 @@ SELECT pgrun.complete_job(
     result => %(result)s::jsonb)
 """
 
-# results travel as one JSON array (element i = job i's result) and are unpacked here,
-# so a JSON null and "no result" stay the same thing.
+# results travel as one JSON array (element i = job i's result) and are unpacked here. Python's
+# None (a JSON null in the array) is no result: SQL NULL, as complete_job stores it; a batch
+# whose results are all None sends NULL for the array, and the call takes none.
 # succeeded_rows false: only the jobs that did not succeed come back (a worker's batch of
 # no-op jobs otherwise reads back a row per job that says what it already knows).
 COMPLETE_JOBS: Final = """
 SELECT c.job_id, c.outcome, NULL::timestamptz AS run_at, c.lost_reason FROM pgrun.complete_jobs(
     job_ids => %(job_ids)s::uuid[],
     lease_tokens => %(lease_tokens)s::uuid[],
-    results => ARRAY(SELECT r FROM jsonb_array_elements(%(results)s::jsonb) WITH ORDINALITY AS e (r, n)
-                     ORDER BY n)) AS c
+    results => CASE WHEN %(results)s::jsonb IS NOT NULL THEN ARRAY(
+        SELECT nullif(e.r, 'null') FROM jsonb_array_elements(%(results)s::jsonb) WITH ORDINALITY AS e (r, n)
+        ORDER BY e.n) END) AS c
 WHERE %(succeeded_rows)s::boolean OR c.outcome <> 'succeeded'
 """
 
