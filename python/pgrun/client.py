@@ -135,9 +135,8 @@ _UUID_LENGTH = struct.pack("!i", 16)
 
 class _UuidArrayDumper(Dumper):
     """A _UuidArray as a binary uuid[]: the server copies 16 bytes an id instead of parsing 36
-    characters through array_in (a completion of 500 jobs sends 1,000 ids: ~1.4 ms of server
-    and client time as a text literal, ~0.3 as this), and Python joins bytes instead of
-    formatting hex."""
+    characters through array_in, and Python joins bytes instead of formatting hex (a completion
+    of 500 jobs sends 1,000 ids: ~2.2 ms with the round trip as a text literal, ~0.8 as this)."""
 
     format = Format.BINARY
     oid = _UUID_ARRAY_OID
