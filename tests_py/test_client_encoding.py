@@ -1,6 +1,7 @@
-"""How the client sends id arrays: a list of UUID objects goes as one binary uuid[] (pgrun's own
-dumper), anything else as psycopg dumps a list. Either way the server gets the same ids, in the
-same order, and a batch write answers the same."""
+"""How the client sends batch writes' arguments. Id arrays: a list of UUID objects goes as one
+binary uuid[] (pgrun's own dumper), anything else as psycopg dumps a list; either way the server
+gets the same ids, in the same order, and a batch write answers the same. Results: a None is no
+result (SQL NULL) whichever call completes the job."""
 
 from __future__ import annotations
 
