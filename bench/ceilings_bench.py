@@ -1,6 +1,6 @@
 """What pgrun's own jobs table allows: an enqueue against plainer writes of the same job.
 
-Three measures on one migrated scratch database, durable commits, every call its own
+Four measures on one migrated scratch database, durable commits, every call its own
 transaction, the variants of a measure called in a fresh random order each round (so drift
 falls on all alike) and summarised by their medians:
 
@@ -16,12 +16,19 @@ bulk    10,000 jobs per call: `Client.enqueue_jobs`; one `INSERT ... SELECT` of 
 table   one-row prepared `INSERT`s into copies of pgrun.jobs built up piece by piece: the
         columns, defaults and primary key; with its CHECK constraints; with its indexes (no
         checks); with both; pgrun.jobs; and the three-column table.
+idle    an idle worker's claim of the job just enqueued (the enqueue → start path's largest
+        part): 20 ms idle, one job enqueued on another connection, then at once, each on a
+        connection of its own: `claim_jobs` as an idle worker at concurrency 10 calls it
+        (max_jobs 10, the job types it runs; a pgrun_admin login); one plain
+        `UPDATE ... FOR UPDATE SKIP LOCKED` statement that claims the first ready job the way
+        graphile-worker's claim does (superuser: no function, no access or argument checks,
+        no paused or capped types); `SELECT 1`. Medians and 90th percentiles.
 
 So each of pgrun's layers (client, checks and settings, function, the table's constraints,
 indexes and width) has a price, and a target above a plain write into pgrun.jobs is a target
 for the table, not for the code around it.
 
-Usage: python bench/ceilings_bench.py [--calls 2000] [--bulk-rounds 10]
+Usage: python bench/ceilings_bench.py [--calls 2000] [--bulk-rounds 10] [--idle-samples 150]
 Without DATABASE_URL it starts an embedded server (durable settings); with it, DATABASE_URL must
 be a superuser's (it makes a scratch database, copies of pgrun.jobs and a function in it).
 """
@@ -105,6 +112,24 @@ SELECT e.job ->> 'job_type', e.job -> 'payload' FROM jsonb_array_elements(%s::js
 RETURNING id
 """
 
+IDLE_SECONDS = 0.020
+IDLE_BASE = "claim_jobs as an idle worker calls it (max_jobs 10, its job types)"
+BARE_CLAIM = """
+UPDATE pgrun.jobs AS j
+SET status = 'running', worker_id = 'ceiling', lease_token = gen_random_uuid(),
+    lease_expires_at = now() + interval '30 seconds', heartbeat_at = now(),
+    attempt = j.attempt + 1, total_attempts = j.total_attempts + 1, started_at = now(), updated_at = now()
+FROM (
+    SELECT x.ctid AS tid FROM pgrun.jobs AS x
+    WHERE x.status = 'queued' AND x.run_at <= now()
+    ORDER BY x.priority, x.run_at, x.id
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+) AS s
+WHERE j.ctid = s.tid
+RETURNING j.id, j.job_type, j.payload, j.attempt, j.lease_token, j.lease_expires_at
+"""
+
 
 Call = Callable[[], object]
 
@@ -135,6 +160,26 @@ def interleaved(variants: dict[str, Call], rounds: int, warmup: int) -> dict[str
     return {name: statistics.median(t) for name, t in times.items()}
 
 
+def idle_claims(
+    enqueue: Call, variants: dict[str, Call], cleanup: Call, samples: int, warmup: int
+) -> dict[str, list[float]]:
+    """Seconds per call of each variant, each call right after a job was enqueued on another
+    connection following IDLE_SECONDS of quiet; the job is deleted afterwards (untimed)."""
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    names = list(variants)
+    for n in range(warmup + samples):
+        random.shuffle(names)
+        for name in names:
+            time.sleep(IDLE_SECONDS)
+            enqueue()
+            start = time.perf_counter()
+            variants[name]()
+            if n >= warmup:
+                times[name].append(time.perf_counter() - start)
+            cleanup()
+    return times
+
+
 def report(title: str, medians: dict[str, float], base: str, per: int, unit: str) -> list[dict[str, Any]]:
     print(f"\n{title}")
     print(f"| | per call | {unit}/s | / {base} |")
@@ -158,6 +203,7 @@ def main() -> int:
     )
     parser.add_argument("--calls", type=int, default=2000, help="calls per variant, single and table")
     parser.add_argument("--bulk-rounds", type=int, default=10)
+    parser.add_argument("--idle-samples", type=int, default=150, help="calls per variant, idle")
     parser.add_argument("--json", default="bench/results/ceilings.json")
     args = parser.parse_args()
 
@@ -225,6 +271,42 @@ def main() -> int:
                 1,
                 "rows",
             )
+
+        with (
+            login_roles(admin, {"claimer": "admin", "idler": "admin"}) as idle_roles,
+            psycopg.connect(dsn, autocommit=True) as superuser,
+            psycopg.connect(idle_roles["claimer"].dsn(dsn), autocommit=True) as claimer,
+            psycopg.connect(dsn, autocommit=True) as bare,
+            psycopg.connect(idle_roles["idler"].dsn(dsn), autocommit=True) as idler,
+        ):
+            superuser.execute("TRUNCATE pgrun.jobs CASCADE")
+            idle_variants: dict[str, Call] = {
+                IDLE_BASE: lambda: claimer.execute(
+                    "SELECT * FROM pgrun.claim_jobs('ceiling', 30, 10, NULL, %s)", ([JOB_TYPE],), prepare=True
+                ).fetchall(),
+                "one UPDATE ... FOR UPDATE SKIP LOCKED (no function, no checks)": lambda: bare.execute(
+                    BARE_CLAIM, prepare=True
+                ).fetchall(),
+                "SELECT 1": lambda: idler.execute("SELECT 1", prepare=True).fetchall(),
+            }
+            times = idle_claims(
+                lambda: superuser.execute(
+                    "SELECT * FROM pgrun.enqueue_job(%s, %s)", (JOB_TYPE, PAYLOAD), prepare=True
+                ).fetchall(),
+                idle_variants,
+                lambda: superuser.execute("DELETE FROM pgrun.jobs", prepare=True),
+                args.idle_samples,
+                10,
+            )
+            base = statistics.median(times[IDLE_BASE])
+            print(f"\nidle (a claim right after an enqueue, {IDLE_SECONDS * 1e3:.0f} ms idle before it)")
+            print("| | median | p90 | median / claim_jobs |")
+            print("|---|---:|---:|---:|")
+            results["idle"] = []
+            for name, got in times.items():
+                median, p90 = statistics.median(got), statistics.quantiles(got, n=10)[-1]
+                print(f"| {name} | {median * 1e3:.3f} ms | {p90 * 1e3:.3f} ms | {median / base:.2f} |")
+                results["idle"].append({"variant": name, "median_s": median, "p90_s": p90})
 
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(results, indent=2))
