@@ -134,6 +134,12 @@ RETURNING j.id, j.job_type, j.payload, j.attempt, j.lease_token, j.lease_expires
 Call = Callable[[], object]
 
 
+def enqueue_job(conn: psycopg.Connection[Any]) -> object:
+    """One prepared pgrun.enqueue_job call of the bench's job on ``conn``."""
+    query = "SELECT * FROM pgrun.enqueue_job(%s, %s)"
+    return conn.execute(query, (JOB_TYPE, PAYLOAD), prepare=True).fetchall()
+
+
 def insert_row(conn: psycopg.Connection[Any], table: str) -> Call:
     """One prepared INSERT of a job row with pgrun's default settings into ``table``."""
     query = f"INSERT INTO {table} ({ROW_COLUMNS}) VALUES ({ROW_VALUES})"
@@ -146,38 +152,30 @@ def insert_floor(conn: psycopg.Connection[Any]) -> Call:
     return lambda: conn.execute(query, (JOB_TYPE, PAYLOAD), prepare=True)
 
 
-def interleaved(variants: dict[str, Call], rounds: int, warmup: int) -> dict[str, float]:
-    """Median seconds per call of each variant; every round calls each once, in a new order."""
+def timed_rounds(
+    variants: dict[str, Call], rounds: int, warmup: int, before: Call | None = None, after: Call | None = None
+) -> dict[str, list[float]]:
+    """Seconds per call of each variant over ``rounds`` (after ``warmup`` untimed ones); every
+    round calls each once, in a new order, ``before`` and ``after`` around each call untimed."""
     times: dict[str, list[float]] = {name: [] for name in variants}
     names = list(variants)
     for n in range(warmup + rounds):
         random.shuffle(names)
         for name in names:
+            if before is not None:
+                before()
             start = time.perf_counter()
             variants[name]()
             if n >= warmup:
                 times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(t) for name, t in times.items()}
-
-
-def idle_claims(
-    enqueue: Call, variants: dict[str, Call], cleanup: Call, samples: int, warmup: int
-) -> dict[str, list[float]]:
-    """Seconds per call of each variant, each call right after a job was enqueued on another
-    connection following IDLE_SECONDS of quiet; the job is deleted afterwards (untimed)."""
-    times: dict[str, list[float]] = {name: [] for name in variants}
-    names = list(variants)
-    for n in range(warmup + samples):
-        random.shuffle(names)
-        for name in names:
-            time.sleep(IDLE_SECONDS)
-            enqueue()
-            start = time.perf_counter()
-            variants[name]()
-            if n >= warmup:
-                times[name].append(time.perf_counter() - start)
-            cleanup()
+            if after is not None:
+                after()
     return times
+
+
+def interleaved(variants: dict[str, Call], rounds: int, warmup: int) -> dict[str, float]:
+    """Median seconds per call of each variant (timed_rounds)."""
+    return {name: statistics.median(t) for name, t in timed_rounds(variants, rounds, warmup).items()}
 
 
 def report(title: str, medians: dict[str, float], base: str, per: int, unit: str) -> list[dict[str, Any]]:
@@ -221,9 +219,7 @@ def main() -> int:
             configure_connection(app)
             single: dict[str, Call] = {
                 "Client.enqueue_job": lambda: client.enqueue_job(JOB_TYPE, {"n": 1}),
-                "SELECT pgrun.enqueue_job (plain connection)": lambda: app.execute(
-                    "SELECT * FROM pgrun.enqueue_job(%s, %s)", (JOB_TYPE, PAYLOAD), prepare=True
-                ).fetchall(),
+                "SELECT pgrun.enqueue_job (plain connection)": lambda: enqueue_job(app),
                 "plpgsql function: INSERT + pg_notify only": lambda: app.execute(
                     "SELECT public.ceiling_bare_enqueue(%s, %s)", (JOB_TYPE, PAYLOAD), prepare=True
                 ).fetchall(),
@@ -289,14 +285,19 @@ def main() -> int:
                 ).fetchall(),
                 "SELECT 1": lambda: idler.execute("SELECT 1", prepare=True).fetchall(),
             }
-            times = idle_claims(
-                lambda: superuser.execute(
-                    "SELECT * FROM pgrun.enqueue_job(%s, %s)", (JOB_TYPE, PAYLOAD), prepare=True
-                ).fetchall(),
+
+            def quiet_then_enqueue() -> None:
+                """IDLE_SECONDS of quiet, then a job enqueued on another connection."""
+                time.sleep(IDLE_SECONDS)
+                enqueue_job(superuser)
+
+            # the job is deleted after each call (untimed)
+            times = timed_rounds(
                 idle_variants,
-                lambda: superuser.execute("DELETE FROM pgrun.jobs", prepare=True),
                 args.idle_samples,
                 10,
+                before=quiet_then_enqueue,
+                after=lambda: superuser.execute("DELETE FROM pgrun.jobs", prepare=True),
             )
             base = statistics.median(times[IDLE_BASE])
             print(f"\nidle (a claim right after an enqueue, {IDLE_SECONDS * 1e3:.0f} ms idle before it)")
