@@ -1,7 +1,7 @@
 -- The core of the front door (enqueue.sql) and its helpers. Loaded before enqueue.sql
 -- (file name order).
 --
--- * _enqueue(requests, single): what enqueue_jobs runs, in sections:
+-- * _enqueue(requests): what enqueue_jobs runs, in sections:
 --   0 and 1. _enqueue_check_requests: the call's shape (an array, at most 100000 elements),
 --      every element valid (_enqueue_check with _enqueue_first_invalid, which applies THE
 --      field rules, _enqueue_invalid_code, to every element; raised by
@@ -712,18 +712,18 @@ COMMENT ON FUNCTION pgrun._enqueue_check_retries(pgrun._new_job[], uuid[], boole
 'Private: the keyed enqueue elements that created nothing, each checked to be a retry of its key''s request; '
 'raises job.enqueue_conflicting_retry (RQ001) or job.enqueue_idempotency_race (40001).';
 
--- The core both enqueue functions call, section by section: 0 and 1. the call's shape,
--- every element valid, the caller's organizations, the isolation level, before anything is
--- written (_enqueue_check_requests); 2. the elements parsed into jobs (here) and inserted
--- through the one insert every new job goes through; 3. keyed elements that created
--- nothing checked as retries (_enqueue_check_retries); then one row per element, in array
--- order. p_single => true words errors for one
--- job (no element index). Generic plans (here and in the helpers, which inherit the setting:
--- only the ones other callers use too set it themselves): with the default plan cache mode
--- its statements were re-planned on every call, about a third of the cost of a single
--- enqueue; their plans do not depend on the values anyway.
+-- enqueue_jobs' core, section by section: 0 and 1. the call's shape, every element valid, the
+-- caller's organizations, the isolation level, before anything is written
+-- (_enqueue_check_requests); 2. the elements parsed into jobs (here) and inserted through the
+-- one insert every new job goes through; 3. keyed elements that created nothing checked as
+-- retries (_enqueue_check_retries); then one row per element, in array order. Its errors name
+-- the element (enqueue_job calls the same helpers for its one job and words them without).
+-- Generic plans (here and in the helpers, which inherit the setting: only the ones other
+-- callers use too set it themselves): with the default plan cache mode its statements were
+-- re-planned on every call, about a third of the cost of an enqueue of one element; their
+-- plans do not depend on the values anyway.
 -- Errors: those of its sections, listed in enqueue.sql.
-CREATE OR REPLACE FUNCTION pgrun._enqueue(p_requests jsonb, p_single boolean)
+CREATE OR REPLACE FUNCTION pgrun._enqueue(p_requests jsonb)
 RETURNS TABLE (
     r_ordinality integer, r_job_id uuid, r_created boolean, r_status text, r_run_at timestamptz
 )
@@ -742,7 +742,7 @@ DECLARE
     v_pending jsonb;
 BEGIN
     -- 0 and 1. Validate everything before writing anything.
-    v_default_org := pgrun._enqueue_check_requests(p_requests, p_single);
+    v_default_org := pgrun._enqueue_check_requests(p_requests, FALSE);
     v_count := jsonb_array_length(p_requests);
     IF v_count = 0 THEN
         RETURN;
@@ -801,7 +801,7 @@ BEGIN
 
     -- 3. Keyed elements that created nothing: an identical earlier request, or a conflict.
     IF v_keyed THEN
-        v_pending := pgrun._enqueue_check_retries(v_jobs, v_created, p_single);
+        v_pending := pgrun._enqueue_check_retries(v_jobs, v_created, FALSE);
     END IF;
 
     IF v_pending IS NULL THEN
@@ -826,7 +826,7 @@ BEGIN
 END;
 $$;
 
-REVOKE EXECUTE ON FUNCTION pgrun._enqueue(jsonb, boolean) FROM public;
+REVOKE EXECUTE ON FUNCTION pgrun._enqueue(jsonb) FROM public;
 
-COMMENT ON FUNCTION pgrun._enqueue(jsonb, boolean) IS
-'Private: the set-based core of enqueue_job and enqueue_jobs.';
+COMMENT ON FUNCTION pgrun._enqueue(jsonb) IS
+'Private: the set-based core of enqueue_jobs (enqueue_job takes its own lean path through the same helpers).';

@@ -194,7 +194,7 @@ AS $$
 BEGIN
     RETURN QUERY
     SELECT r.r_ordinality, r.r_job_id, r.r_created
-    FROM pgrun._enqueue(enqueue_jobs.jobs, false) AS r;
+    FROM pgrun._enqueue(enqueue_jobs.jobs) AS r;
 END;
 $$;
 
