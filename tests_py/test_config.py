@@ -22,6 +22,10 @@ def test_defaults_and_a_generated_worker_id() -> None:
     assert config.reaper_retry_delay_ms is None
     assert from_env({"JOBS_REAPER_RETRY_DELAY_MS": "0"}).reaper_retry_delay_ms == 0
     assert from_env({"JOBS_REAPER_RETRY_DELAY_MS": "soon"}).reaper_retry_delay_ms is None
+    # the worker's GC threshold: 0 leaves Python's own
+    assert config.gc_threshold == 10_000
+    assert from_env({"JOBS_GC_THRESHOLD": "0"}).gc_threshold == 0
+    assert from_env({"JOBS_GC_THRESHOLD": "50000"}).gc_threshold == 50_000
 
 
 def test_values_are_read() -> None:
@@ -66,6 +70,9 @@ def test_values_are_read() -> None:
         ("JOBS_REAPER_RETRY_DELAY_MS", "-10", "reaper_retry_delay_ms", 0),
         ("JOBS_LEASE_TTL_SECONDS", "ten", "lease_ttl_seconds", 30),
         ("JOBS_CLAIM_BATCH_SIZE", "2.5", "claim_batch_size", 500),
+        ("JOBS_GC_THRESHOLD", "-1", "gc_threshold", 0),
+        ("JOBS_GC_THRESHOLD", "20000000", "gc_threshold", 10_000_000),
+        ("JOBS_GC_THRESHOLD", "lots", "gc_threshold", 10_000),
     ],
 )
 def test_bad_values_are_clamped_with_a_warning(

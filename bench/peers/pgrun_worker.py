@@ -6,9 +6,10 @@ worker's own LISTEN connection), with an `@app.job` async no-op handler. Setting
 `JOBS_MAX_GLOBAL_CONCURRENCY` = the workload's concurrency, every other setting at its default
 (claims of at most `JOBS_CLAIM_BATCH_SIZE` jobs into a local queue bounded by `JOBS_PREFETCH`
 and the worker's own throughput, poll 1 s, lease 30 s, outcomes flushed 2 ms after the first
-is buffered). `JOBS_CLAIM_BATCH_SIZE`, `JOBS_PREFETCH` and `JOBS_ASYNC_CLAIMS` in the
-environment override the defaults (bench/peers/ab_env.py's A/B runs); `BENCH_ANALYZE=0` skips
-the ANALYZE after the bulk load, so the worker claims with the statistics of an empty table.
+is buffered). `JOBS_CLAIM_BATCH_SIZE`, `JOBS_PREFETCH`, `JOBS_ASYNC_CLAIMS`,
+`JOBS_CLAIMS_IN_FLIGHT` and `JOBS_GC_THRESHOLD` in the environment override the defaults
+(bench/peers/ab_env.py's A/B runs); `BENCH_ANALYZE=0` skips the ANALYZE after the bulk load, so
+the worker claims with the statistics of an empty table.
 Delayed: the same worker, `JOBS_POLL_INTERVAL_MS` = `--poll-s` (60 s, the largest the setting
 allows; default 1 s), so a job that starts on time was started by the worker's timer for its due
 time (the enqueue's NOTIFY carries it); single delayed enqueue `AsyncClient.enqueue_job(run_at=)`,
@@ -89,6 +90,10 @@ def config(concurrency: int, dsn: str = "", poll_s: float | None = None) -> Any:
     in_flight = os.environ.get("JOBS_CLAIMS_IN_FLIGHT", "").strip()
     if in_flight:
         sized["claims_in_flight"] = int(in_flight)
+    # JOBS_GC_THRESHOLD in the environment: an A/B of the garbage collector's threshold
+    gc_threshold = os.environ.get("JOBS_GC_THRESHOLD", "").strip()
+    if gc_threshold:
+        sized["gc_threshold"] = int(gc_threshold)
     return Config(
         database_url=dsn,
         worker_id="bench-worker",

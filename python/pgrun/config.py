@@ -22,6 +22,7 @@ the nearest safe value (out of range), with a warning that names the variable.
 | JOBS_METRICS_HOST | 127.0.0.1 | the address the metrics endpoint binds |
 | JOBS_METRICS_QUEUE_DEPTH | false | true/false: this worker also serves the queue-depth gauges |
 | JOBS_ASYNC_CLAIMS | true | true/false: claims and heartbeats commit without waiting for the WAL flush |
+| JOBS_GC_THRESHOLD | 10000 | 0 .. 10000000: the young GC generation's threshold; 0 = Python's own |
 """
 
 from __future__ import annotations
@@ -73,6 +74,13 @@ class Config:
     #: instead of two; a claim lost in a server crash leaves its job queued, to run again.
     #: Enqueues and outcomes stay durable either way.
     async_claims: bool = True
+    #: The threshold of Python's youngest garbage-collector generation while the loops run
+    #: (pgrun.runner.run_loops sets it and puts the previous one back): how many container
+    #: objects are allocated, net, between two of its collections. Python's own 700 makes a
+    #: busy worker collect every few jobs and promote the jobs it holds to the old generations,
+    #: whose full collections walk every live object (~8 % of a no-op job's time at
+    #: concurrency 10, docs/performance.md). 0 leaves the interpreter's setting alone.
+    gc_threshold: int = 10_000
 
     @property
     def poll_interval(self) -> float:
@@ -108,6 +116,7 @@ _INTEGERS: tuple[tuple[str, str, int, int], ...] = (
     ("JOBS_RETENTION_HOURS", "retention_hours", 0, 876_000),
     ("JOBS_SHUTDOWN_GRACE_SECONDS", "shutdown_grace_seconds", 0, 86_400),
     ("JOBS_METRICS_PORT", "metrics_port", 1, 65_535),
+    ("JOBS_GC_THRESHOLD", "gc_threshold", 0, 10_000_000),
 )
 _MAX_WORKER_ID = 200
 # variable, field

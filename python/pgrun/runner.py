@@ -10,10 +10,12 @@ app registered with ``App.add_loop`` (the cron scheduler's hook) joins them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import logging
 import os
 import signal
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from psycopg_pool import AsyncConnectionPool
 
@@ -65,10 +67,31 @@ def pool_size(config: Config, loop_count: int) -> int:
     return loop_count + 3 + min(config.max_global_concurrency, 16)
 
 
+@contextlib.contextmanager
+def gc_threshold(threshold: int) -> Iterator[None]:
+    """Python's youngest-generation GC threshold set to ``threshold`` (0: left alone) for the
+    block, the previous thresholds put back after it (Config.gc_threshold)."""
+    previous = gc.get_threshold()
+    if threshold:
+        gc.set_threshold(threshold, *previous[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*previous)
+
+
 async def run_loops(
     loops: Sequence[tuple[str, LoopBuilder]], config: Config, stop: asyncio.Event | None = None
 ) -> None:
-    """Open the pool, run every loop until ``stop`` (or a signal), close the pool."""
+    """Open the pool, run every loop until ``stop`` (or a signal), close the pool. The
+    garbage collector runs with ``config.gc_threshold`` meanwhile."""
+    with gc_threshold(config.gc_threshold):
+        await _run_loops(loops, config, stop)
+
+
+async def _run_loops(
+    loops: Sequence[tuple[str, LoopBuilder]], config: Config, stop: asyncio.Event | None
+) -> None:
     stop = stop or asyncio.Event()
     pool = AsyncConnectionPool(
         config.database_url,
@@ -88,12 +111,13 @@ async def run_loops(
     running = [(name, builder(client, config)) for name, builder in loops]
     tasks = [asyncio.create_task(loop.run(stop), name=f"pgrun-{name}") for name, loop in running]
     log.info(
-        "pgrun %s started: %s (concurrency %d, batch %d, lease %d s)",
+        "pgrun %s started: %s (concurrency %d, batch %d, lease %d s, gc threshold %d)",
         config.worker_id,
         ", ".join(name for name, _ in running),
         config.max_global_concurrency,
         config.claim_batch_size,
         config.lease_ttl_seconds,
+        gc.get_threshold()[0],
     )
     try:
         for finished in asyncio.as_completed(tasks):
