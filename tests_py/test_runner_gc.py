@@ -45,6 +45,19 @@ def test_put_back_when_the_block_raises(interpreter_thresholds: tuple[int, int, 
     assert gc.get_threshold() == interpreter_thresholds
 
 
+def test_overlapping_runs_put_the_interpreters_back_when_the_last_ends(
+    interpreter_thresholds: tuple[int, int, int],
+) -> None:
+    first, second = gc_threshold(20_000), gc_threshold(30_000)
+    first.__enter__()
+    second.__enter__()
+    assert gc.get_threshold() == (30_000, 11, 12)
+    first.__exit__(None, None, None)
+    assert gc.get_threshold() == (30_000, 11, 12)  # the second run still goes on
+    second.__exit__(None, None, None)
+    assert gc.get_threshold() == interpreter_thresholds
+
+
 class _Seer:
     """A loop that notes the thresholds it runs under, then ends (which ends the run)."""
 

@@ -75,7 +75,7 @@ class Config:
     #: Enqueues and outcomes stay durable either way.
     async_claims: bool = True
     #: The threshold of Python's youngest garbage-collector generation while the loops run
-    #: (pgrun.runner.run_loops sets it and puts the previous one back): how many container
+    #: (pgrun.runner.run_loops sets it and puts Python's back after): how many container
     #: objects are allocated, net, between two of its collections. Python's own 700 makes a
     #: busy worker collect every few jobs and promote the jobs it holds to the old generations,
     #: whose full collections walk every live object (~8 % of a no-op job's time at

@@ -67,17 +67,31 @@ def pool_size(config: Config, loop_count: int) -> int:
     return loop_count + 3 + min(config.max_global_concurrency, 16)
 
 
+# Runs of the loops that overlap in one process (tests, an application running two) share the
+# collector: the first saves the interpreter's thresholds, the last to end puts them back.
+_gc_runs = 0
+_gc_saved: tuple[int, int, int] = (0, 0, 0)
+
+
 @contextlib.contextmanager
 def gc_threshold(threshold: int) -> Iterator[None]:
     """Python's youngest-generation GC threshold set to ``threshold`` (0: left alone) for the
-    block, the previous thresholds put back after it (Config.gc_threshold)."""
-    previous = gc.get_threshold()
-    if threshold:
-        gc.set_threshold(threshold, *previous[1:])
+    block, the interpreter's thresholds put back when the last such block ends
+    (Config.gc_threshold)."""
+    global _gc_runs, _gc_saved
+    if not threshold:
+        yield
+        return
+    if _gc_runs == 0:
+        _gc_saved = gc.get_threshold()
+    _gc_runs += 1
+    gc.set_threshold(threshold, *_gc_saved[1:])
     try:
         yield
     finally:
-        gc.set_threshold(*previous)
+        _gc_runs -= 1
+        if _gc_runs == 0:
+            gc.set_threshold(*_gc_saved)
 
 
 async def run_loops(
