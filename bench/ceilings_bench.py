@@ -34,7 +34,7 @@ for the table, not for the code around it.
 Usage: python bench/ceilings_bench.py [--calls 2000] [--bulk-rounds 10] [--idle-samples 150]
        [--measures single bulk table idle]
 Without DATABASE_URL it starts an embedded server (durable settings); with it, DATABASE_URL must
-be a superuser's (it makes a scratch database, copies of pgrun.jobs and a function in it).
+be a superuser's (it makes a scratch database, copies of pgrun.jobs and two functions in it).
 """
 
 from __future__ import annotations
