@@ -6,10 +6,11 @@ worker's own LISTEN connection), with an `@app.job` async no-op handler. Setting
 `JOBS_MAX_GLOBAL_CONCURRENCY` = the workload's concurrency, every other setting at its default
 (claims of at most `JOBS_CLAIM_BATCH_SIZE` jobs into a local queue bounded by `JOBS_PREFETCH`
 and the worker's own throughput, poll 1 s, lease 30 s, outcomes flushed 2 ms after the first
-is buffered). `JOBS_CLAIM_BATCH_SIZE`, `JOBS_PREFETCH`, `JOBS_ASYNC_CLAIMS`,
-`JOBS_CLAIMS_IN_FLIGHT` and `JOBS_GC_THRESHOLD` in the environment override the defaults
-(bench/peers/ab_env.py's A/B runs); `BENCH_ANALYZE=0` skips the ANALYZE after the bulk load, so
-the worker claims with the statistics of an empty table.
+is buffered). Any other `JOBS_*` variable in the environment (`JOBS_CLAIM_BATCH_SIZE`,
+`JOBS_PREFETCH`, `JOBS_ASYNC_CLAIMS`, `JOBS_CLAIMS_IN_FLIGHT`, `JOBS_GC_THRESHOLD`, ...) overrides
+its default as it does for `pgrun worker` (bench/peers/ab_env.py's A/B runs); `BENCH_ANALYZE=0`
+skips the ANALYZE after the bulk load, so the worker claims with the statistics of an empty
+table.
 Delayed: the same worker, `JOBS_POLL_INTERVAL_MS` = `--poll-s` (60 s, the largest the setting
 allows; default 1 s), so a job that starts on time was started by the worker's timer for its due
 time (the enqueue's NOTIFY carries it); single delayed enqueue `AsyncClient.enqueue_job(run_at=)`,
@@ -55,7 +56,7 @@ from _common import (
 from pgrun import migrate
 from pgrun.app import App
 from pgrun.client import AsyncClient, Client
-from pgrun.config import Config
+from pgrun.config import from_env
 from pgrun.runner import default_loops, pool_size, run_loops
 
 
@@ -78,30 +79,12 @@ def settings(concurrency: int, poll_s: float | None = None) -> dict[str, Any]:
 
 
 def config(concurrency: int, dsn: str = "", poll_s: float | None = None) -> Any:
+    """The worker's settings: the JOBS_* variables in the environment, read and clamped as
+    `pgrun worker` reads them (bench/peers/ab_env.py's A/B runs set them; unset, the defaults),
+    then the workload's database, worker id, concurrency and poll."""
     poll: dict[str, Any] = {} if poll_s is None else {"poll_interval_ms": round(poll_s * 1000)}
-    # JOBS_PREFETCH in the environment: an A/B of the local queue (unset: the default)
-    prefetch = os.environ.get("JOBS_PREFETCH", "").strip()
-    # JOBS_ASYNC_CLAIMS=0 in the environment: durable claims and heartbeats (an A/B)
-    async_claims = os.environ.get("JOBS_ASYNC_CLAIMS", "").strip().lower() not in ("0", "false", "no", "off")
-    # JOBS_CLAIM_BATCH_SIZE in the environment: an A/B of the claim size (unset: the default)
-    batch = os.environ.get("JOBS_CLAIM_BATCH_SIZE", "").strip()
-    sized: dict[str, Any] = {"claim_batch_size": int(batch)} if batch else {}
-    # JOBS_CLAIMS_IN_FLIGHT in the environment: an A/B of overlapping claims (unset: the default)
-    in_flight = os.environ.get("JOBS_CLAIMS_IN_FLIGHT", "").strip()
-    if in_flight:
-        sized["claims_in_flight"] = int(in_flight)
-    # JOBS_GC_THRESHOLD in the environment: an A/B of the garbage collector's threshold
-    gc_threshold = os.environ.get("JOBS_GC_THRESHOLD", "").strip()
-    if gc_threshold:
-        sized["gc_threshold"] = int(gc_threshold)
-    return Config(
-        database_url=dsn,
-        worker_id="bench-worker",
-        max_global_concurrency=concurrency,
-        **sized,
-        async_claims=async_claims,
-        prefetch=int(prefetch) if prefetch else None,
-        **poll,
+    return from_env().with_overrides(
+        database_url=dsn, worker_id="bench-worker", max_global_concurrency=concurrency, **poll
     )
 
 
