@@ -284,12 +284,17 @@ def test_no_acknowledged_enqueue_or_completion_is_lost_and_nothing_succeeds_twic
         statuses = {
             UUID(str(job_id)): status for job_id, status in conn.execute("SELECT id, status FROM pgrun.jobs")
         }
-        events = conn.execute("SELECT job_id, event, lease_token FROM pgrun.job_events").fetchall()
-    succeeded_events = Counter(UUID(str(job_id)) for job_id, event, _token in events if event == "succeeded")
+        # every attempt that ended: from the event that ended it, or (success) the job row
+        ended = conn.execute(
+            "SELECT job_id, outcome, lease_token FROM pgrun.job_attempts WHERE outcome IS NOT NULL"
+        ).fetchall()
+    succeeded_attempts = Counter(
+        UUID(str(job_id)) for job_id, outcome, _token in ended if outcome == "succeeded"
+    )
     success_tokens = {
-        UUID(str(job_id)): str(token) for job_id, event, token in events if event == "succeeded"
+        UUID(str(job_id)): str(token) for job_id, outcome, token in ended if outcome == "succeeded"
     }
-    ending_tokens = {str(token) for _job_id, _event, token in events if token is not None}
+    ending_tokens = {str(token) for _job_id, _outcome, token in ended if token is not None}
 
     assert len(producer.acknowledged) >= CYCLES * 20, "the producer kept enqueueing across restarts"
     # every acknowledged enqueue exists, and it succeeded
@@ -297,16 +302,16 @@ def test_no_acknowledged_enqueue_or_completion_is_lost_and_nothing_succeeds_twic
     assert not missing, f"{len(missing)} acknowledged enqueue(s) lost, e.g. {missing[:3]}"
     assert set(statuses.values()) == {"succeeded"}
     # one succeeded ending per job: nothing succeeded twice, nothing was left out
-    twice = [job_id for job_id, count in succeeded_events.items() if count > 1]
+    twice = [job_id for job_id, count in succeeded_attempts.items() if count > 1]
     assert not twice, f"{len(twice)} job(s) succeeded more than once, e.g. {twice[:3]}"
-    assert set(succeeded_events) == set(statuses)
+    assert set(succeeded_attempts) == set(statuses)
     # every completion the server acknowledged is still there, under the lease that wrote it
     outcomes = records(tmp_path / "outcomes")
     acked = [(UUID(job_id), token) for kind, job_id, token in outcomes if kind == "succeeded"]
     assert len(acked) >= len(statuses) // 2, "the worker recorded the completions it was acknowledged"
     lost = [(job_id, token) for job_id, token in acked if success_tokens.get(job_id) != token]
     assert not lost, f"{len(lost)} acknowledged completion(s) lost, e.g. {lost[:3]}"
-    # A claim whose handler ran but that no event ended was lost in a crash (asynchronous
+    # A claim whose handler ran but whose attempt never ended was lost in a crash (asynchronous
     # commit, not yet written): its job ran again under a later claim. With durable claims
     # there would be none; the quiet phases make them happen in (nearly) every cycle.
     executions = records(tmp_path / "executions")

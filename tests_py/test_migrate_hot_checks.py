@@ -31,6 +31,8 @@ CHANGED = {
     "job_events_event_check",
     "job_events_attempt_check",
 }
+# Re-created by a later migration that HEAD applies too: 0023 (a succeeded job keeps its token).
+CHANGED_LATER = {"jobs_lease_check"}
 
 
 @pytest.fixture
@@ -80,11 +82,14 @@ def test_0021_0022_compact_the_checks_and_keep_every_row(
 
     monkeypatch.setenv("PGRUN_SCHEMA_DIR", str(new))
     applied = migrate.migrate(empty_db)
-    assert [a for a in applied if a != "plpgsql"] == ["0021_compact_hot_checks", "0022_validate_hot_checks"]
+    assert [a for a in applied if a != "plpgsql"][:2] == [
+        "0021_compact_hot_checks",
+        "0022_validate_hot_checks",
+    ]
     with psycopg.connect(empty_db, autocommit=True) as conn:
         after = _checks(conn)
         assert after.keys() == before.keys()
-        assert {name for name in after if after[name][0] != before[name][0]} == CHANGED
+        assert {name for name in after if after[name][0] != before[name][0]} - CHANGED_LATER == CHANGED
         # the compact forms: no IN list of separate constants, no BETWEEN
         assert not any(" IN (" in d or "BETWEEN" in d for d, _ in after.values()), after
         assert all(valid for _, valid in after.values()), after

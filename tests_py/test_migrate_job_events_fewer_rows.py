@@ -15,6 +15,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from job_records import history_events, stored_events
 from pgrun import migrate
 from schema_versions import schemas_around
 
@@ -40,17 +41,6 @@ def _claim(conn: psycopg.Connection[Any], worker: str) -> tuple[Any, Any]:
     return row[0], row[1]
 
 
-def _stored(conn: psycopg.Connection[Any], job_id: Any) -> list[str]:
-    rows = conn.execute("SELECT event FROM pgrun.job_events WHERE job_id = %s ORDER BY id", (job_id,))
-    return [r[0] for r in rows.fetchall()]
-
-
-def _history(conn: psycopg.Connection[Any], job_id: Any) -> list[tuple[str, bool]]:
-    row = conn.execute("SELECT pgrun.get_job_history(%s) -> 'events'", (job_id,)).fetchone()
-    assert row is not None
-    return [(e["event"], bool(e.get("derived"))) for e in row[0]]
-
-
 def _description(conn: psycopg.Connection[Any]) -> str:
     row = conn.execute("SELECT obj_description('pgrun.job_events'::regclass, 'pg_class')").fetchone()
     assert row is not None
@@ -72,8 +62,8 @@ def test_0019_new_jobs_write_fewer_events_and_old_rows_read_as_before(
         running = _enqueue(conn)
         job, running_token = _claim(conn, "w-old")
         assert job == running
-        assert _stored(conn, finished) == ["enqueued", "claimed", "succeeded"]
-        assert _stored(conn, running) == ["enqueued", "claimed"]
+        assert stored_events(conn, finished) == ["enqueued", "claimed", "succeeded"]
+        assert stored_events(conn, running) == ["enqueued", "claimed"]
 
     monkeypatch.setenv("PGRUN_SCHEMA_DIR", str(new))
     applied = migrate.migrate(empty_db)
@@ -85,12 +75,14 @@ def test_0019_new_jobs_write_fewer_events_and_old_rows_read_as_before(
         assert "Creation and claims write none" in description
 
         # the old rows stay, and the history shows them as stored: nothing derived, nothing twice
-        assert _stored(conn, finished) == ["enqueued", "claimed", "succeeded"]
-        assert _history(conn, finished) == [("enqueued", False), ("claimed", False), ("succeeded", False)]
+        assert stored_events(conn, finished) == ["enqueued", "claimed", "succeeded"]
+        stored_or_derived = [("enqueued", False), ("claimed", False), ("succeeded", False)]
+        assert history_events(conn, finished) == stored_or_derived
 
-        # the claim made before the upgrade finishes after it like any other
+        # the claim made before the upgrade finishes after it like any other (since 0023 the
+        # success is recorded on the job row, not as an event)
         conn.execute("SELECT pgrun.complete_job(%s, %s)", (running, running_token))
-        assert _stored(conn, running) == ["enqueued", "claimed", "succeeded"]
+        assert stored_events(conn, running) == ["enqueued", "claimed"]
         attempts = conn.execute(
             "SELECT attempt, worker_id, outcome FROM pgrun.job_attempts WHERE job_id = %s", (running,)
         ).fetchall()
@@ -98,12 +90,12 @@ def test_0019_new_jobs_write_fewer_events_and_old_rows_read_as_before(
 
         # a job made after the upgrade: no enqueued, no claimed row; the history derives the first
         fresh = _enqueue(conn)
-        assert _stored(conn, fresh) == []
+        assert stored_events(conn, fresh) == []
         job, token = _claim(conn, "w-new")
-        assert job == fresh and _stored(conn, fresh) == []
+        assert job == fresh and stored_events(conn, fresh) == []
         conn.execute("SELECT pgrun.complete_job(%s, %s)", (job, token))
-        assert _stored(conn, fresh) == ["succeeded"]
-        assert _history(conn, fresh) == [("enqueued", True), ("succeeded", False)]
+        assert stored_events(conn, fresh) == []
+        assert history_events(conn, fresh) == [("enqueued", True), ("succeeded", True)]
         attempts = conn.execute(
             "SELECT attempt, worker_id, outcome FROM pgrun.job_attempts WHERE job_id = %s", (fresh,)
         ).fetchall()

@@ -37,7 +37,11 @@
 -- NULL and "derived": true. It counts as the oldest event for max_rows and events_more, and
 -- is left out when an 'enqueued' row of the job is stored (a job created before). Claims
 -- write no row either: the event that ends an attempt carries its start and worker, and
--- get_job's "attempts" lists every claim that ran.
+-- get_job's "attempts" lists every claim that ran. Success writes none since 0023: a job
+-- that succeeded shows a DERIVED 'succeeded' event as its newest (running -> succeeded, its
+-- last attempt, worker, step and start, created_at the job's finished_at, outcome
+-- 'succeeded', id NULL, "derived": true), taking one of max_rows; a job that succeeded
+-- before 0023 shows its stored row instead (its job row kept no lease token).
 --
 -- Tenancy (util/_access.sql) as for queue_depth and get_job: only the jobs the caller may see;
 -- organization_id narrows that to one organization; an admin without one sees every
@@ -302,6 +306,7 @@ DECLARE
     v_job record;
     v_events jsonb;
     v_events_read integer;
+    v_stored_limit integer;
     v_enqueued_read integer;
     v_events_more boolean;
     v_logs jsonb;
@@ -316,7 +321,11 @@ BEGIN
     END IF;
     SELECT c.all_organizations, c.organization_ids, c.untenanted INTO v_scope
     FROM pgrun._caller_scope(get_job_history.organization_id) AS c;
-    SELECT j.created_at, j.workflow_run_id, j.workflow_step_key, j.schedule_id INTO v_job
+    SELECT
+        j.created_at, j.workflow_run_id, j.workflow_step_key, j.schedule_id,
+        j.total_attempts, j.step, j.worker_id, j.started_at, j.finished_at,
+        j.status = 'succeeded' AND j.lease_token IS NOT NULL AS success_on_row
+    INTO v_job
     FROM pgrun.jobs AS j
     WHERE j.id = get_job_history.job_id
         AND pgrun._in_scope(
@@ -326,8 +335,12 @@ BEGIN
         PERFORM pgrun._job_raise_not_found(get_job_history.job_id, get_job_history.organization_id);
     END IF;
 
+    -- The derived 'succeeded' event, when the job row records the attempt that succeeded: the
+    -- newest of all (success is final), so it takes one of the max_rows and the stored
+    -- events share the others.
+    v_stored_limit := v_limit - CASE WHEN v_job.success_on_row THEN 1 ELSE 0 END;
     SELECT
-        coalesce(jsonb_agg(to_jsonb(e) - 'job_id' - 'lease_token' ORDER BY e.id) FILTER (WHERE e.n <= v_limit), '[]'),
+        coalesce(jsonb_agg(to_jsonb(e) - 'job_id' - 'lease_token' ORDER BY e.id) FILTER (WHERE e.n <= v_stored_limit), '[]'),
         count(*),
         count(*) FILTER (WHERE e.event = 'enqueued')
     INTO v_events, v_events_read, v_enqueued_read
@@ -338,15 +351,15 @@ BEGIN
             FROM pgrun.job_events AS ev
             WHERE ev.job_id = get_job_history.job_id
             ORDER BY ev.id DESC
-            LIMIT v_limit + 1
+            LIMIT v_stored_limit + 1
         ) AS x
     ) AS e;
-    v_events_more := v_events_read > v_limit;
+    v_events_more := v_events_read > v_stored_limit;
 
     -- The derived 'enqueued' event: the oldest of all, so it is shown only when every stored
     -- event is and there is room for one more; none of them is an old 'enqueued' row then.
     IF NOT v_events_more AND v_enqueued_read = 0 THEN
-        IF v_events_read < v_limit THEN
+        IF v_events_read < v_stored_limit THEN
             v_events := jsonb_build_array(
                 to_jsonb(jsonb_populate_record(NULL::pgrun.job_events, jsonb_build_object(
                     'event', 'enqueued',
@@ -366,6 +379,23 @@ BEGIN
         ELSE
             v_events_more := TRUE;
         END IF;
+    END IF;
+    IF v_job.success_on_row THEN
+        v_events := v_events || jsonb_build_array(
+            to_jsonb(jsonb_populate_record(NULL::pgrun.job_events, jsonb_build_object(
+                'event', 'succeeded',
+                'from_status', 'running',
+                'to_status', 'succeeded',
+                'attempt', v_job.total_attempts,
+                'worker_id', v_job.worker_id,
+                'created_at', v_job.finished_at,
+                'outcome', 'succeeded',
+                'step', v_job.step,
+                'started_at', v_job.started_at
+            )))
+            - 'job_id' - 'lease_token'
+            || jsonb_build_object('derived', TRUE)
+        );
     END IF;
 
     SELECT
@@ -403,7 +433,8 @@ $$;
 
 COMMENT ON FUNCTION pgrun.get_job_history(uuid, uuid, integer) IS
 'What get_job leaves out, as jsonb: "events" (the job''s transitions, lease token omitted; the first, '
-'"enqueued", derived from the job row and marked "derived": true unless stored) and "log_lines" '
+'"enqueued", and for a succeeded job the last, "succeeded", derived from the job row and marked '
+'"derived": true unless stored) and "log_lines" '
 '(append_job_log), each the newest max_rows (default 200, 1..1000) oldest first, with events_more / '
 'log_lines_more when older ones exist. Only jobs the caller may see (organization_id names one). Errors: '
 'job.not_found (RQ002), job.invalid_max_rows (RQ003).';

@@ -18,8 +18,8 @@
 --
 -- The lease check every lifecycle write makes is: id = job_id AND lease_token = lease_token
 -- AND lease_expires_at > pgrun.now(). "status = 'running'" is part of it without being
--- spelled out: jobs_lease_check makes (status = 'running') = (lease_token IS NOT NULL), and
--- the caller's token is never NULL. Spelled out, it lets the planner match the partial
+-- spelled out: jobs_lease_check makes (status = 'running') = (lease_expires_at IS NOT NULL)
+-- (a succeeded job keeps its token, never its expiry), and the caller's token is never NULL. Spelled out, it lets the planner match the partial
 -- index over running jobs (jobs_lease_idx), and with statistics taken while few jobs ran
 -- it then walks every running job instead of one primary-key lookup. tests_sql/jobs/lifecycle/test_lease_check_invariant.sql pins the constraint.
 --
@@ -31,9 +31,10 @@
 -- first three pass, the lease can only have expired.
 --
 -- No oracle: the precise reason says whether a job id exists and what its status is, so it
--- goes only to a caller that held the job (the token is the job's current one, or one of
--- its finished attempts' tokens, which their ending events record) or to an admin. Anyone
--- else gets 'not_held': this token holds no lease on that job id, and nothing more.
+-- goes only to a caller that held the job (the token is the job's current one, the one a
+-- succeeded job keeps, or one of its finished attempts' tokens, which their ending events
+-- record) or to an admin. Anyone else gets 'not_held': this token holds no lease on that job
+-- id, and nothing more.
 CREATE OR REPLACE FUNCTION pgrun._lease_lost_reason(
     p_job_id uuid,
     p_lease_token uuid
@@ -44,18 +45,21 @@ STABLE
 AS $$
 DECLARE
     v_reason text;
+    v_held boolean;
 BEGIN
-    SELECT CASE
-        WHEN j.id IS NULL THEN 'unknown_job'
-        WHEN j.status <> 'running' THEN 'not_running'
-        WHEN j.lease_token IS DISTINCT FROM p_lease_token THEN 'token_mismatch'
-        ELSE 'lease_expired'
-    END
-    INTO v_reason
+    SELECT
+        CASE
+            WHEN j.id IS NULL THEN 'unknown_job'
+            WHEN j.status <> 'running' THEN 'not_running'
+            WHEN j.lease_token IS DISTINCT FROM p_lease_token THEN 'token_mismatch'
+            ELSE 'lease_expired'
+        END,
+        coalesce(j.lease_token = p_lease_token, FALSE)
+    INTO v_reason, v_held
     FROM (SELECT p_job_id AS id) AS k
     LEFT JOIN pgrun.jobs AS j ON j.id = k.id;
 
-    IF v_reason = 'lease_expired'
+    IF v_held
         OR pgrun._caller_is_admin()
         OR EXISTS (
             SELECT FROM pgrun.job_events AS e

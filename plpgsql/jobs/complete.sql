@@ -2,11 +2,12 @@
 --
 -- complete_jobs(job_ids, lease_tokens, results) finishes a batch in one statement. For
 -- each job whose lease is still owned (same token, status running, lease_expires_at >
--- pgrun.now()) the job becomes 'succeeded' with its result, finished_at is set, the lease
--- is cleared (worker_id stays: the worker that ran it) and one 'succeeded' event is written,
--- which also records the attempt (outcome 'succeeded', step, lease token, start;
--- job_attempts reads it). A job with a pending cancel request ends 'cancelled' instead
--- (attempt outcome 'cancelled', event 'cancelled', the result is dropped): the cancel wins.
+-- pgrun.now()) the job becomes 'succeeded' with its result, finished_at is set and the
+-- lease's expiry is cleared; no event is written (since 0023): the job row records the
+-- attempt that succeeded (total_attempts, step, worker_id, started_at, finished_at, and the
+-- lease_token, which it keeps; job_attempts and get_job_history read them there). A job with
+-- a pending cancel request ends 'cancelled' instead (its lease cleared, one 'cancelled' event
+-- recording the attempt with outcome 'cancelled', the result dropped): the cancel wins.
 --
 -- A lost lease in a batch is REPORTED, not raised: its row says outcome 'lease_lost' and
 -- lost_reason (unknown_job, not_running, token_mismatch, lease_expired), and nothing is
@@ -110,7 +111,8 @@ BEGIN
         UPDATE pgrun.jobs AS j
         SET status = CASE WHEN j.cancel_requested_at IS NULL THEN 'succeeded' ELSE 'cancelled' END,
             result = CASE WHEN j.cancel_requested_at IS NULL THEN complete_jobs.results[o.ord] END,
-            lease_token = NULL,
+            -- a succeeded job keeps the token: with the rest of the row it records the attempt
+            lease_token = CASE WHEN j.cancel_requested_at IS NULL THEN j.lease_token END,
             lease_expires_at = NULL,
             finished_at = v_now,
             updated_at = v_now
@@ -145,6 +147,7 @@ BEGIN
             CASE WHEN f.status = 'cancelled' THEN jsonb_build_object('reason', f.cancel_reason) END,
             v_now, f.status, f.step, f.lease_token, f.started_at
         FROM finished AS f
+        WHERE f.status = 'cancelled'
     )
 
     -- The jobs that finished. The others (a lease lost, a result refused) are looked at in a
@@ -214,8 +217,9 @@ $$;
 COMMENT ON FUNCTION pgrun.complete_jobs(uuid[], uuid[], jsonb[]) IS
 'Complete a batch of running jobs in one statement: parallel arrays job_ids, lease_tokens and optional '
 'results (NULL, or one JSON value or NULL per job). Each job whose lease is still owned becomes succeeded '
-'with its result (or cancelled, without the result, when a cancel was requested), its attempt ends and '
-'one event is written. Returns one row per input job in input order: outcome succeeded, cancelled, '
+'with its result and its attempt ends, recorded on the job row (it keeps its lease_token; no event); '
+'when a cancel was requested it becomes cancelled instead, without the result, and one cancelled event '
+'records the attempt. Returns one row per input job in input order: outcome succeeded, cancelled, '
 'lease_lost, result_too_large or result_invalid; for lease_lost, lost_reason is unknown_job, not_running, token_mismatch or lease_expired (not_held for a '
 'caller that never held the job and is not an admin) and '
 'nothing was written for that job. result_too_large: the result is over the type''s max_result_bytes '
@@ -280,8 +284,8 @@ $$;
 
 COMMENT ON FUNCTION pgrun.complete_job(uuid, uuid, jsonb) IS
 'Complete one running job under its lease: it becomes succeeded with result (any JSON value, or NULL), '
-'its attempt ends with outcome succeeded and one succeeded event is written. If a cancel was requested '
-'meanwhile the job ends cancelled instead (the result is dropped). Returns the outcome: succeeded or '
+'its attempt ends with outcome succeeded, recorded on the job row (no event). If a cancel was requested '
+'meanwhile the job ends cancelled instead (the result is dropped; one cancelled event). Returns the outcome: succeeded or '
 'cancelled. result: at most the type''s max_result_bytes of jsonb (default 1 MiB), nested at most 100 '
 'levels. Errors: job.lease_lost (RQ004: unknown job, token mismatch, not running or lease expired; nothing '
 'is written), job.invalid_argument, job.result_too_large, job.invalid_result (RQ003; nothing is written).';

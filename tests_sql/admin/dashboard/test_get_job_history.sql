@@ -1,8 +1,9 @@
 -- get_job_history: a job's events and log lines, newest max_rows in order, without the lease
 -- token; the job's enqueued event derived from the job row (none is stored since issue 15),
--- or the stored one of an older job; tenancy; bad arguments.
+-- or the stored one of an older job; the succeeded event derived from the job row (none is
+-- stored since 0023), or the stored one of an older job; tenancy; bad arguments.
 BEGIN;
-SELECT plan(16);
+SELECT plan(20);
 
 -- SETUP: a job that failed once (with two log lines) and then succeeded
 SELECT pgrun_test.freeze_time('2030-01-01 12:00:00+00');
@@ -30,9 +31,21 @@ SELECT is(
     'the enqueued event is derived from the job row: NULL -> queued, attempt 0, its created_at, id NULL, derived'
 );
 SELECT is(
-    (SELECT count(*) FROM jsonb_array_elements(pgrun.get_job_history(:'job') -> 'events') AS e WHERE e ? 'derived'),
-    1::bigint,
-    'only the derived event says so'
+    pgrun.get_job_history(:'job') -> 'events' -> 2,
+    to_jsonb(jsonb_populate_record(NULL::pgrun.job_events, jsonb_build_object(
+        'event', 'succeeded', 'from_status', 'running', 'to_status', 'succeeded', 'attempt', 2,
+        'worker_id', 'w-2', 'outcome', 'succeeded',
+        'started_at', (SELECT started_at FROM pgrun.jobs WHERE id = :'job'),
+        'created_at', (SELECT finished_at FROM pgrun.jobs WHERE id = :'job')
+    ))) - 'job_id' - 'lease_token' || '{"derived": true}',
+    'the succeeded event is derived from the job row: running -> succeeded, its attempt, worker, start and end, id NULL, derived'
+);
+SELECT is(
+    (SELECT string_agg((n - 1)::text, ',' ORDER BY n)
+     FROM jsonb_array_elements(pgrun.get_job_history(:'job') -> 'events') WITH ORDINALITY AS x (e, n)
+     WHERE e ? 'derived'),
+    '0,2',
+    'only the derived events say so: the first and the last'
 );
 SELECT is(
     (SELECT ((e ->> 'started_at')::timestamptz, e ->> 'worker_id')
@@ -83,6 +96,12 @@ SELECT is(
     'max_rows 3: the derived event fits, nothing more'
 );
 SELECT is(
+    (SELECT (h -> 'events' -> 0 ->> 'event', jsonb_array_length(h -> 'events'), h ->> 'events_more')
+     FROM pgrun.get_job_history(:'job', max_rows => 1) AS h),
+    ('succeeded'::text, 1, 'true'::text),
+    'max_rows 1: the derived succeeded event alone, the newest, events_more set'
+);
+SELECT is(
     (SELECT h -> 'log_lines' -> 0 ->> 'message' FROM pgrun.get_job_history(:'job', max_rows => 1) AS h),
     'refused',
     'and the newest log line'
@@ -121,6 +140,28 @@ SELECT is(
      FROM jsonb_array_elements(pgrun.get_job_history(:'old_job') -> 'events') WITH ORDINALITY AS x (e, n)),
     ('enqueued,claimed'::text, 0::bigint),
     'the stored enqueued and claimed rows, nothing derived'
+);
+
+-- TEST: a job that succeeded before 0023 has its succeeded row stored and no token on the job
+-- row: the stored row is its record, shown once, in the history and the attempts
+SELECT job_id AS older, lease_token AS older_token FROM pgrun_test.running_job('w-old') \gset
+UPDATE pgrun.jobs SET status = 'succeeded', finished_at = pgrun.now(), lease_token = NULL, lease_expires_at = NULL
+WHERE id = :'older';
+INSERT INTO pgrun.job_events (
+    job_id, event, from_status, to_status, attempt, worker_id, outcome, lease_token, started_at, created_at
+)
+SELECT id, 'succeeded', 'running', 'succeeded', 1, 'w-old', 'succeeded', :'older_token', started_at, finished_at
+FROM pgrun.jobs WHERE id = :'older';
+SELECT is(
+    (SELECT (string_agg(e ->> 'event', ',' ORDER BY n), count(*) FILTER (WHERE e ? 'derived'))
+     FROM jsonb_array_elements(pgrun.get_job_history(:'older') -> 'events') WITH ORDINALITY AS x (e, n)),
+    ('enqueued,succeeded'::text, 1::bigint),
+    'the stored succeeded row, the creation derived'
+);
+SELECT results_eq(
+    format('SELECT attempt, outcome, lease_token FROM pgrun.job_attempts WHERE job_id = %L', :'older'),
+    format('VALUES (1, ''succeeded''::text, %L::uuid)', :'older_token'),
+    'job_attempts shows its attempt once, from the stored row'
 );
 
 SELECT * FROM finish();

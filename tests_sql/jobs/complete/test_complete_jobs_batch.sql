@@ -1,7 +1,7 @@
 -- complete_jobs: one statement for a batch; a lost lease is reported in its row, the rest
 -- of the batch completes.
 BEGIN;
-SELECT plan(7);
+SELECT plan(8);
 
 -- SETUP: three running jobs; b's lease is stale, c is unknown to the database
 SELECT pgrun_test.freeze_time('2030-01-01 00:00:00+00');
@@ -41,11 +41,22 @@ SELECT results_eq(
 SELECT is(pgrun_test.job_fingerprint(:'b'), :'b_before', 'nothing was written for the lost lease');
 SELECT is((SELECT status FROM pgrun.jobs WHERE id = :'b'), 'running', 'the stale job still runs under its owner');
 
--- TEST: exactly one event per completed job
+-- TEST: each completed job's attempt is on its row (its own token), no event is written
 SELECT is(
-    (SELECT count(*) FROM pgrun.job_events WHERE event = 'succeeded'),
-    2::bigint,
-    'two succeeded events, one per completed job'
+    (SELECT count(*) FROM pgrun.job_events WHERE job_id IN (:'a', :'b', :'d')),
+    0::bigint,
+    'no event for the batch: the completed jobs'' rows record their attempts'
+);
+SELECT results_eq(
+    format('SELECT job_id, attempt, lease_token, outcome FROM pgrun.job_attempts WHERE job_id IN (%L, %L) ORDER BY job_id', :'a', :'d'),
+    format(
+        'VALUES (%L::uuid, 1, %L::uuid, ''succeeded''::text), (%L::uuid, 1, %L::uuid, ''succeeded''::text)',
+        least(:'a'::uuid, :'d'::uuid),
+        CASE WHEN :'a'::uuid < :'d'::uuid THEN :'a_token' ELSE :'d_token' END,
+        greatest(:'a'::uuid, :'d'::uuid),
+        CASE WHEN :'a'::uuid < :'d'::uuid THEN :'d_token' ELSE :'a_token' END
+    ),
+    'each completed job''s attempt carries the token it completed under'
 );
 
 -- TEST: a batch in which nothing finished still answers every job, in input order

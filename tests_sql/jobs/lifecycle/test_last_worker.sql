@@ -21,10 +21,10 @@ SELECT pgrun.complete_job(job_id => :'cancel', lease_token => :'cancel_token');
 SELECT pgrun_test.advance_time(interval '10 seconds');
 SELECT count(*) FROM pgrun.reap_expired_leases();
 
--- TEST: each ending keeps the worker and clears the lease
+-- TEST: each ending keeps the worker and clears the lease; success keeps its token (0023)
 SELECT results_eq(
     format(
-        $$SELECT id, status, worker_id, lease_token IS NULL AND lease_expires_at IS NULL
+        $$SELECT id, status, worker_id, (status = 'succeeded' OR lease_token IS NULL) AND lease_expires_at IS NULL
           FROM pgrun.jobs WHERE id IN (%L, %L, %L, %L, %L, %L) ORDER BY id$$,
         :'done', :'retry', :'dead', :'cont', :'cancel', :'lost'
     ),

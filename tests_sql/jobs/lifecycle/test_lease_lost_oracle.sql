@@ -1,7 +1,8 @@
 -- No oracle: job.lease_lost tells a caller that never held the job only that its token holds
 -- no lease on it, never whether the job exists or what its status is. A worker that held the
--- job (its current token, or the token of one of its finished attempts) and an admin still
--- get the precise reason, in the DETAIL and in complete_jobs / fail_jobs' lost_reason.
+-- job (its current token, the one a succeeded job keeps, or the token of one of its finished
+-- attempts) and an admin still get the precise reason, in the DETAIL and in complete_jobs /
+-- fail_jobs' lost_reason.
 BEGIN;
 SELECT plan(12);
 

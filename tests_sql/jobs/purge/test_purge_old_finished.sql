@@ -15,10 +15,10 @@ SELECT pgrun_test.make_job() AS cancelled_job \gset
 SELECT pgrun.cancel_job(:'cancelled_job');
 SELECT pgrun_test.make_job(p_run_at => '2030-06-01 00:00:00+00') AS queued_job \gset
 SELECT job_id AS running_job FROM pgrun_test.running_job(p_lease_seconds => 86400) \gset
--- day 6: a fresh finished job
+-- day 6: a fresh finished job (dead: its ending event is a row of its own)
 SELECT pgrun_test.freeze_time('2030-01-07 00:00:00+00');
 SELECT job_id AS fresh_job, lease_token AS fresh_token FROM pgrun_test.running_job() \gset
-SELECT pgrun.complete_job(:'fresh_job', :'fresh_token');
+SELECT * FROM pgrun.fail_job(:'fresh_job', :'fresh_token', retryable => false);
 -- day 8: purge what finished more than a week ago
 SELECT pgrun_test.freeze_time('2030-01-08 00:00:01+00');
 
@@ -42,7 +42,8 @@ SELECT is(
     0::bigint, 'their events are gone'
 );
 SELECT is(
-    (SELECT count(*) FROM pgrun.job_logs) + (SELECT count(*) FROM pgrun.job_dead_letters),
+    (SELECT count(*) FROM pgrun.job_logs WHERE job_id IN (:'ok_job', :'dead_job', :'cancelled_job'))
+        + (SELECT count(*) FROM pgrun.job_dead_letters WHERE job_id IN (:'ok_job', :'dead_job', :'cancelled_job')),
     0::bigint, 'their logs and dead letters are gone'
 );
 SELECT is(
@@ -51,8 +52,8 @@ SELECT is(
 );
 SELECT results_eq(
     format('SELECT job_id, event FROM pgrun.job_events WHERE job_id IN (%L, %L)', :'running_job', :'fresh_job'),
-    format('VALUES (%L::uuid, ''succeeded''::text)', :'fresh_job'),
-    'the remaining jobs keep their events (the fresh job''s succeeded; the running one has none: claims write none)'
+    format('VALUES (%L::uuid, ''dead''::text)', :'fresh_job'),
+    'the remaining jobs keep their events (the fresh job''s dead; the running one has none: claims write none)'
 );
 
 -- TEST: nothing more to do

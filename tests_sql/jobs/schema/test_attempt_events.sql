@@ -72,14 +72,14 @@ SELECT pgrun.complete_job(:'job', :'second_token');
 
 SELECT results_eq(
     format(
-        'SELECT outcome, step, lease_token, started_at, created_at, worker_id, attempt FROM pgrun.job_events WHERE job_id = %L AND event = %L',
-        :'job', 'succeeded'
+        'SELECT status, step, lease_token, started_at, finished_at, worker_id, total_attempts FROM pgrun.jobs WHERE id = %L',
+        :'job'
     ),
     format(
         $$VALUES ('succeeded'::text, 'render'::text, %L::uuid, %L::timestamptz, '2030-01-01 00:00:15+00'::timestamptz, 'worker-1'::text, 2)$$,
         :'second_token', :'second_start'
     ),
-    'the succeeded event carries the attempt: outcome, step, the claim''s lease token and start'
+    'the succeeded job''s row carries the attempt: status, step, the claim''s lease token and start (no event since 0023)'
 );
 SELECT results_eq(
     format(
@@ -94,8 +94,8 @@ SELECT results_eq(
 );
 SELECT is(
     pgrun_test.events_of(:'job'),
-    'continued,succeeded',
-    'the two claims wrote no event: each attempt is recorded on the event that ended it'
+    'continued',
+    'the two claims wrote no event, nor the success: the first attempt is on the event that ended it'
 );
 SELECT results_eq(
     format(
@@ -107,7 +107,7 @@ SELECT results_eq(
                  (2, 'render'::text, %L::uuid, %L::timestamptz, '2030-01-01 00:00:15+00'::timestamptz, 'succeeded'::text)$$,
         :'first_token', :'second_token', :'second_start'
     ),
-    'job_attempts reads both attempts from their events'
+    'job_attempts reads the first attempt from its event, the second from the succeeded job''s row'
 );
 
 -- TEST: fail -> retry -> complete: one event with an outcome per finished attempt
@@ -117,26 +117,29 @@ SELECT pgrun_test.advance_time(interval '1 second');
 SELECT pgrun_test.claim_job(:'retried') AS retried_token2 \gset
 SELECT pgrun.complete_job(:'retried', :'retried_token2');
 
-SELECT is(pgrun_test.events_of(:'retried'), 'retry_scheduled,succeeded', 'the sequence ran as intended (claims write no event)');
-SELECT results_eq(
-    format(
-        'SELECT attempt, count(*) FILTER (WHERE outcome IS NOT NULL) FROM pgrun.job_events WHERE job_id = %L GROUP BY attempt ORDER BY attempt',
-        :'retried'
-    ),
-    $$VALUES (1, 1::bigint), (2, 1::bigint)$$,
-    'each finished attempt has exactly one event with an outcome'
+SELECT is(
+    pgrun_test.events_of(:'retried'), 'retry_scheduled',
+    'the sequence ran as intended (claims and the success write no event)'
 );
 SELECT results_eq(
     format(
-        'SELECT event, outcome, error_code, error_message, lease_token FROM pgrun.job_events WHERE job_id = %L AND outcome IS NOT NULL ORDER BY id',
+        'SELECT attempt, count(*) FILTER (WHERE outcome IS NOT NULL) FROM pgrun.job_attempts WHERE job_id = %L GROUP BY attempt ORDER BY attempt',
+        :'retried'
+    ),
+    $$VALUES (1, 1::bigint), (2, 1::bigint)$$,
+    'each finished attempt has exactly one row with an outcome'
+);
+SELECT results_eq(
+    format(
+        'SELECT outcome, error_code, error_message, lease_token FROM pgrun.job_attempts WHERE job_id = %L ORDER BY attempt',
         :'retried'
     ),
     format(
-        $$VALUES ('retry_scheduled'::text, 'failed'::text, 'http_500'::text, 'boom'::text, %L::uuid),
-                 ('succeeded'::text, 'succeeded'::text, NULL::text, NULL::text, %L::uuid)$$,
+        $$VALUES ('failed'::text, 'http_500'::text, 'boom'::text, %L::uuid),
+                 ('succeeded'::text, NULL::text, NULL::text, %L::uuid)$$,
         :'retried_token', :'retried_token2'
     ),
-    'the failure''s event carries its error, the success''s event none; each its own lease token'
+    'the failure''s attempt carries its error, the success''s none; each its own lease token'
 );
 SELECT results_eq(
     format('SELECT attempt, outcome FROM pgrun.job_attempts WHERE job_id = %L ORDER BY attempt', :'retried'),
