@@ -19,9 +19,10 @@
 -- The lease check every lifecycle write makes is: id = job_id AND lease_token = lease_token
 -- AND lease_expires_at > pgrun.now(). "status = 'running'" is part of it without being
 -- spelled out: jobs_lease_check makes (status = 'running') = (lease_expires_at IS NOT NULL)
--- (a succeeded job keeps its token, never its expiry), and the caller's token is never NULL. Spelled out, it lets the planner match the partial
--- index over running jobs (jobs_lease_idx), and with statistics taken while few jobs ran
--- it then walks every running job instead of one primary-key lookup. tests_sql/jobs/lifecycle/test_lease_check_invariant.sql pins the constraint.
+-- (a succeeded job keeps its token, never its expiry). Spelled out, it lets the planner
+-- match the partial index over running jobs (jobs_lease_idx), and with statistics taken
+-- while few jobs ran it then walks every running job instead of one primary-key lookup.
+-- tests_sql/jobs/lifecycle/test_lease_check_invariant.sql pins the constraint.
 --
 -- Locks: none (read-only, or pure). Errors: job.lease_lost (RQ004); job.invalid_worker_id,
 -- job.invalid_lease_seconds, job.invalid_batch (RQ003).

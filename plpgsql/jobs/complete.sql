@@ -144,9 +144,10 @@ BEGIN
         )
         SELECT
             f.id, f.status, 'running', f.status, f.total_attempts, f.worker_id,
-            CASE WHEN f.status = 'cancelled' THEN jsonb_build_object('reason', f.cancel_reason) END,
+            jsonb_build_object('reason', f.cancel_reason),
             v_now, f.status, f.step, f.lease_token, f.started_at
         FROM finished AS f
+        -- only a cancelled ending: a succeeded job's row records its attempt (0023)
         WHERE f.status = 'cancelled'
     )
 
