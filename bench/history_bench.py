@@ -11,12 +11,14 @@ long-running system leaves it, set-based (INSERT ... SELECT, in chunks of 500,00
                 its creation time (so the primary key is in time order, like pgrun.uuidv7's),
                 run_at = created_at, claimed 5 ms and finished 20 ms later by one of 8
                 workers, attempt 1 of 20, lease cleared, result NULL (what a no-op handler's
-                completion leaves); the table's own fillfactor applies;
+                completion left before sql/0023, which keeps the token: the same row width);
+                the table's own fillfactor applies;
   * job_events  three rows per job: enqueued (attempt 0), claimed (attempt 1, the worker) and
                 succeeded (the attempt's outcome, lease token and start), in time order (the
                 identity column counts up as in a live system): what a job wrote before issue
-                15 item 4 (sql/0019); a job finished today keeps only the succeeded row, so
-                this history is, if anything, heavier than a current install's.
+                15 item 4 (sql/0019); a job that succeeds today writes none of them (sql/0019,
+                sql/0023: its row keeps the attempt and its lease token), so this history is,
+                if anything, heavier than a current install's.
 
 The other history tables (job_logs, job_log_counts, job_dead_letters) hold nothing for a no-op
 job that succeeded at its first attempt. Autovacuum is off on both tables during the load.
