@@ -11,7 +11,7 @@ long-running system leaves it, set-based (INSERT ... SELECT, in chunks of 500,00
                 its creation time (so the primary key is in time order, like pgrun.uuidv7's),
                 run_at = created_at, claimed 5 ms and finished 20 ms later by one of 8
                 workers, attempt 1 of 20, lease cleared, result NULL (what a no-op handler's
-                completion left before sql/0023, which keeps the token: the same row width);
+                completion left before sql/0023; since then the row keeps its 16-byte token);
                 the table's own fillfactor applies;
   * job_events  three rows per job: enqueued (attempt 0), claimed (attempt 1, the worker) and
                 succeeded (the attempt's outcome, lease token and start), in time order (the
