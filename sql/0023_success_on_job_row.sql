@@ -44,7 +44,10 @@ COMMENT ON COLUMN pgrun.jobs.lease_token IS
 'before migration 0023.';
 
 -- Same columns, same meaning: one row per claim. The attempt that succeeded is read from the
--- job row when the row kept its token (completed since 0023), else from its stored event.
+-- job row when the row kept its token (completed since 0023), else from its stored event. A
+-- job row with a token is running or succeeded (jobs_lease_check), and only a finished job
+-- has finished_at (jobs_finished_check): one branch serves the running attempt and the
+-- succeeded one.
 CREATE OR REPLACE VIEW pgrun.job_attempts AS
 SELECT
     e.job_id,
@@ -67,26 +70,12 @@ SELECT
     j.worker_id,
     j.lease_token,
     j.started_at,
-    NULL::timestamptz AS finished_at,
-    NULL::text AS outcome,
-    NULL::text AS error_code,
-    NULL::text AS error_message
-FROM pgrun.jobs AS j
-WHERE j.status = 'running'
-UNION ALL
-SELECT
-    j.id AS job_id,
-    j.total_attempts AS attempt,
-    j.step,
-    j.worker_id,
-    j.lease_token,
-    j.started_at,
     j.finished_at,
-    j.status AS outcome,
+    CASE WHEN j.status = 'succeeded' THEN j.status END AS outcome,
     NULL::text AS error_code,
     NULL::text AS error_message
 FROM pgrun.jobs AS j
-WHERE j.status = 'succeeded' AND j.lease_token IS NOT NULL;
+WHERE j.lease_token IS NOT NULL;
 
 COMMENT ON VIEW pgrun.job_attempts IS
 'One row per claim of a job: which worker, when, how it ended (outcome NULL while it runs). attempt '

@@ -76,8 +76,8 @@ def test_0019_new_jobs_write_fewer_events_and_old_rows_read_as_before(
 
         # the old rows stay, and the history shows them as stored: nothing derived, nothing twice
         assert stored_events(conn, finished) == ["enqueued", "claimed", "succeeded"]
-        stored_or_derived = [("enqueued", False), ("claimed", False), ("succeeded", False)]
-        assert history_events(conn, finished) == stored_or_derived
+        as_stored = [("enqueued", False), ("claimed", False), ("succeeded", False)]
+        assert history_events(conn, finished) == as_stored
 
         # the claim made before the upgrade finishes after it like any other (since 0023 the
         # success is recorded on the job row, not as an event)

@@ -289,6 +289,25 @@ COMMENT ON FUNCTION pgrun.dashboard_overview(uuid) IS
 'last_seen_at), oldest_ready_seconds. Only the jobs the caller may see (organization_id as for '
 'queue_depth). Errors: none.';
 
+-- An event get_job_history derives from the job row instead of reading it from job_events:
+-- the given fields as a job_events row (every other column NULL, id included), shown like a
+-- stored one (without job_id and lease_token) and marked "derived": true. SQL, inlined.
+CREATE OR REPLACE FUNCTION pgrun._derived_job_event(p_fields jsonb)
+RETURNS jsonb
+LANGUAGE sql
+STABLE
+AS $$
+    SELECT pg_catalog.to_jsonb(pg_catalog.jsonb_populate_record(NULL::pgrun.job_events, p_fields))
+        OPERATOR(pg_catalog.-) 'job_id' OPERATOR(pg_catalog.-) 'lease_token'
+        OPERATOR(pg_catalog.||) '{"derived": true}'::jsonb
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._derived_job_event(jsonb) FROM public;
+
+COMMENT ON FUNCTION pgrun._derived_job_event(jsonb) IS
+'Private: a job event derived from the job row (the given fields as a job_events row, without job_id and '
+'lease_token, marked "derived": true), for get_job_history.';
+
 CREATE OR REPLACE FUNCTION pgrun.get_job_history(
     job_id uuid,
     organization_id uuid DEFAULT NULL,
@@ -360,42 +379,34 @@ BEGIN
     -- event is and there is room for one more; none of them is an old 'enqueued' row then.
     IF NOT v_events_more AND v_enqueued_read = 0 THEN
         IF v_events_read < v_stored_limit THEN
-            v_events := jsonb_build_array(
-                to_jsonb(jsonb_populate_record(NULL::pgrun.job_events, jsonb_build_object(
-                    'event', 'enqueued',
-                    'to_status', 'queued',
-                    'attempt', 0,
-                    'created_at', v_job.created_at,
-                    'detail', CASE
-                        WHEN v_job.workflow_run_id IS NOT NULL THEN jsonb_build_object(
-                            'workflow_run_id', v_job.workflow_run_id, 'workflow_step_key', v_job.workflow_step_key
-                        )
-                        WHEN v_job.schedule_id IS NOT NULL THEN jsonb_build_object('schedule_id', v_job.schedule_id)
-                    END
-                )))
-                - 'job_id' - 'lease_token'
-                || jsonb_build_object('derived', TRUE)
-            ) || v_events;
+            v_events := jsonb_build_array(pgrun._derived_job_event(jsonb_build_object(
+                'event', 'enqueued',
+                'to_status', 'queued',
+                'attempt', 0,
+                'created_at', v_job.created_at,
+                'detail', CASE
+                    WHEN v_job.workflow_run_id IS NOT NULL THEN jsonb_build_object(
+                        'workflow_run_id', v_job.workflow_run_id, 'workflow_step_key', v_job.workflow_step_key
+                    )
+                    WHEN v_job.schedule_id IS NOT NULL THEN jsonb_build_object('schedule_id', v_job.schedule_id)
+                END
+            ))) || v_events;
         ELSE
             v_events_more := TRUE;
         END IF;
     END IF;
     IF v_job.success_on_row THEN
-        v_events := v_events || jsonb_build_array(
-            to_jsonb(jsonb_populate_record(NULL::pgrun.job_events, jsonb_build_object(
-                'event', 'succeeded',
-                'from_status', 'running',
-                'to_status', 'succeeded',
-                'attempt', v_job.total_attempts,
-                'worker_id', v_job.worker_id,
-                'created_at', v_job.finished_at,
-                'outcome', 'succeeded',
-                'step', v_job.step,
-                'started_at', v_job.started_at
-            )))
-            - 'job_id' - 'lease_token'
-            || jsonb_build_object('derived', TRUE)
-        );
+        v_events := v_events || jsonb_build_array(pgrun._derived_job_event(jsonb_build_object(
+            'event', 'succeeded',
+            'from_status', 'running',
+            'to_status', 'succeeded',
+            'attempt', v_job.total_attempts,
+            'worker_id', v_job.worker_id,
+            'created_at', v_job.finished_at,
+            'outcome', 'succeeded',
+            'step', v_job.step,
+            'started_at', v_job.started_at
+        )));
     END IF;
 
     SELECT
