@@ -178,26 +178,65 @@ BEGIN
     -- locked (a few batches), before the per-pair path takes over; that path only when some
     -- ready job may be one this call cannot take.
     v_walk := 4 * claim_jobs.max_jobs + 100;
-    v_narrowed := v_queues IS NOT NULL OR v_job_types IS NOT NULL OR cardinality(v_excluded) > 0;
+    v_narrowed := v_queues IS NOT NULL OR cardinality(v_excluded) > 0;
+    -- A worker names the job types it runs, and most of the time no queued job (ready or
+    -- delayed) is of another type: the type filter then passes over nothing, and the claim
+    -- takes the plain walk with the filter on. One probe of jobs_claim_type_idx per gap
+    -- between the claimer's types (below the first, between two, above the last), each a
+    -- range on the index's first column that stops at its first entry, tells: a few index
+    -- descents, against a second read of every claimed row by tuple id on the bounded walk
+    -- (docs/performance.md, fifteenth pass).
+    IF NOT v_narrowed AND v_job_types IS NOT NULL THEN
+        SELECT EXISTS (
+            SELECT 1
+            FROM (
+                SELECT lag(t.job_type, 1, '') OVER (ORDER BY t.job_type) AS lo, t.job_type AS hi
+                FROM unnest(v_job_types) AS t (job_type)
+            ) AS g
+            -- LATERAL with LIMIT: planned as a lookup per gap (the gap's bounds as index
+            -- conditions), never as a join over every queued job
+            CROSS JOIN LATERAL (
+                SELECT 1
+                FROM pgrun.jobs AS j
+                WHERE j.status <> 'running' AND j.finished_at IS NULL
+                  AND j.job_type > g.lo AND j.job_type < g.hi
+                LIMIT 1
+            ) AS found
+        ) OR EXISTS (
+            SELECT 1
+            FROM pgrun.jobs AS j
+            WHERE j.status <> 'running' AND j.finished_at IS NULL
+              AND j.job_type > (SELECT max(t.job_type) FROM unnest(v_job_types) AS t (job_type))
+        ) OR cardinality(v_job_types) = 0 OR array_position(v_job_types, NULL) IS NOT NULL
+        INTO v_narrowed;
+    END IF;
 
     -- 4. The claim, in plpgsql steps, so a claim sets up only the statements it runs (one
     --    statement holding every path set them all up: ~90 us of a claim of one job, 18 %).
     --
     -- 4a. The walk: jobs_claim_idx in claim order, the claimer's filters and left-out types
     --     applied to each entry's row, the rows it may take locked without waiting, until
-    --     max_jobs are. When every ready job is one it may take (not v_narrowed) the walk
-    --     locks in the scan and stops after max_jobs. Otherwise it reads at most v_walk
+    --     max_jobs are. When every queued job is one it may take (not v_narrowed: no filter,
+    --     or only a job type filter that no queued job fails, no left-out type) the walk locks
+    --     in the scan and stops after max_jobs. Otherwise it reads at most v_walk
     --     entries, unlocked and in claim order (the index's), and the ones it may take are
     --     found again by tuple id and locked, until max_jobs are (a second read of each, the
     --     price of the bound). The walk streams: a full claim stops early.
     IF NOT v_narrowed THEN
+        -- The type filter after the lock, not in the scan: a job of another type enqueued
+        -- since the probe is locked and left (the claim comes back short this once) rather
+        -- than read past, so the walk stays at max_jobs rows whatever commits meanwhile.
         v_tids := ARRAY(
-            SELECT j.ctid
-            FROM pgrun.jobs AS j
-            WHERE j.status = 'queued' AND j.run_at <= v_now
-            ORDER BY j.priority, j.run_at, j.id
-            LIMIT claim_jobs.max_jobs
-            FOR UPDATE OF j SKIP LOCKED
+            SELECT l.tid
+            FROM (
+                SELECT j.ctid AS tid, j.job_type
+                FROM pgrun.jobs AS j
+                WHERE j.status = 'queued' AND j.run_at <= v_now
+                ORDER BY j.priority, j.run_at, j.id
+                LIMIT claim_jobs.max_jobs
+                FOR UPDATE OF j SKIP LOCKED
+            ) AS l
+            WHERE v_job_types IS NULL OR l.job_type = ANY(v_job_types)
         );
     ELSE
         WITH locked AS (
