@@ -19,7 +19,11 @@ With --batch N (N > 1) a cycle is enqueue_jobs of N jobs, claim_jobs of N and co
 N instead: the other side of a change that moves cost between statements and rows (what a
 worker's batches pay). Use fewer --calls then (a cycle of 500 jobs takes ~30 ms a side).
 
+With --job-types the claims name the job type they take (bench.noop), as a worker's claims
+name the types it has handlers for; without it they name none.
+
 Usage: python bench/call_ab.py --base REF [--rounds 3] [--calls 3000] [--sync off|on] [--batch 1]
+                               [--job-types]
 Without DATABASE_URL it starts an embedded server (durable settings).
 """
 
@@ -50,9 +54,11 @@ def steps(batch: int) -> tuple[str, str, str]:
     return (f"enqueue_jobs ({batch} jobs)", f"claim_jobs ({batch} jobs)", f"complete_jobs ({batch} jobs)")
 
 
-def cycle(conn: psycopg.Connection[Any], batch: int) -> tuple[float, float, float]:
+def cycle(
+    conn: psycopg.Connection[Any], batch: int, job_types: list[str] | None
+) -> tuple[float, float, float]:
     """``batch`` jobs through their life (one job: enqueue_job; more: enqueue_jobs), each call
-    its own transaction; seconds per step."""
+    its own transaction, the claim naming ``job_types``; seconds per step."""
     clock = time.perf_counter
     t0 = clock()
     if batch == 1:
@@ -67,7 +73,8 @@ def cycle(conn: psycopg.Connection[Any], batch: int) -> tuple[float, float, floa
         ).fetchall()
     t1 = clock()
     rows = conn.execute(
-        "SELECT job_id, lease_token FROM pgrun.claim_jobs('call-ab', 60, %s)", (max(10, batch),)
+        "SELECT job_id, lease_token FROM pgrun.claim_jobs('call-ab', 60, %s, NULL, %s)",
+        (max(10, batch), job_types),
     ).fetchall()
     t2 = clock()
     conn.execute(
@@ -79,7 +86,9 @@ def cycle(conn: psycopg.Connection[Any], batch: int) -> tuple[float, float, floa
     return t1 - t0, t2 - t1, t3 - t2
 
 
-def run_round(dsns: dict[str, str], calls: int, sync: str, batch: int) -> dict[str, list[float]]:
+def run_round(
+    dsns: dict[str, str], calls: int, sync: str, batch: int, job_types: list[str] | None
+) -> dict[str, list[float]]:
     """Per-step medians (µs) of ``calls`` cycles on each side, interleaved one by one."""
     conns = {
         name: psycopg.connect(dsn, autocommit=True, options=f"-c synchronous_commit={sync}")
@@ -89,11 +98,11 @@ def run_round(dsns: dict[str, str], calls: int, sync: str, batch: int) -> dict[s
         names = list(conns)
         for _ in range(max(3, WARMUP // batch)):
             for name in names:
-                cycle(conns[name], batch)
+                cycle(conns[name], batch, job_types)
         got: dict[str, list[tuple[float, float, float]]] = {name: [] for name in names}
         for n in range(calls):
             for name in names if n % 2 == 0 else names[::-1]:
-                got[name].append(cycle(conns[name], batch))
+                got[name].append(cycle(conns[name], batch, job_types))
     finally:
         for conn in conns.values():
             conn.close()
@@ -113,6 +122,9 @@ def main() -> int:
     parser.add_argument("--sync", choices=("off", "on"), default="off")
     parser.add_argument(
         "--batch", type=int, default=1, help="jobs per call (more than one: enqueue_jobs, claims that size)"
+    )
+    parser.add_argument(
+        "--job-types", action="store_true", help="claims name their job type, as a worker's do"
     )
     parser.add_argument("--json", default="bench/results/call_ab.json")
     args = parser.parse_args()
@@ -137,8 +149,9 @@ def main() -> int:
             login_roles(admin, {"base_admin": "admin"}, prefix=BASE_PREFIX) as made_base,
         ):
             dsns = {"base": made_base["base_admin"].dsn(base), "head": made["admin"].dsn(head)}
+            job_types = ["bench.noop"] if args.job_types else None
             for n in range(args.rounds):
-                got = run_round(dsns, args.calls, args.sync, args.batch)
+                got = run_round(dsns, args.calls, args.sync, args.batch, job_types)
                 rounds.append(got)
                 print(
                     f"round {n + 1}: "
@@ -166,6 +179,7 @@ def main() -> int:
         "base": args.base,
         "sync": args.sync,
         "batch": args.batch,
+        "job_types": args.job_types,
         "rounds": rounds,
         "medians": medians,
         "ratios": ratios,

@@ -181,34 +181,43 @@ BEGIN
     v_narrowed := v_queues IS NOT NULL OR cardinality(v_excluded) > 0;
     -- A worker names the job types it runs, and most of the time no queued job (ready or
     -- delayed) is of another type: the type filter then passes over nothing, and the claim
-    -- takes the plain walk with the filter on. One probe of jobs_claim_type_idx per gap
-    -- between the claimer's types (below the first, between two, above the last), each a
-    -- range on the index's first column that stops at its first entry, tells: a few index
-    -- descents, against a second read of every claimed row by tuple id on the bounded walk
-    -- (docs/performance.md, fifteenth pass).
+    -- takes the plain walk. Lookups in jobs_claim_type_idx tell, one per gap between the
+    -- claimer's types (below the first and above the last in one statement, between two in a
+    -- second only when there are several), each a range on the index's first column that
+    -- stops at its first entry: a few index descents, against a second read of every claimed
+    -- row by tuple id on the bounded walk (docs/performance.md, fifteenth pass).
     IF NOT v_narrowed AND v_job_types IS NOT NULL THEN
-        SELECT EXISTS (
-            SELECT 1
-            FROM (
-                SELECT lag(t.job_type, 1, '') OVER (ORDER BY t.job_type) AS lo, t.job_type AS hi
-                FROM unnest(v_job_types) AS t (job_type)
-            ) AS g
-            -- LATERAL with LIMIT: planned as a lookup per gap (the gap's bounds as index
-            -- conditions), never as a join over every queued job
-            CROSS JOIN LATERAL (
+        v_narrowed := cardinality(v_job_types) = 0 OR array_position(v_job_types, NULL) IS NOT NULL
+            OR EXISTS (
                 SELECT 1
                 FROM pgrun.jobs AS j
                 WHERE j.status <> 'running' AND j.finished_at IS NULL
-                  AND j.job_type > g.lo AND j.job_type < g.hi
-                LIMIT 1
-            ) AS found
-        ) OR EXISTS (
-            SELECT 1
-            FROM pgrun.jobs AS j
-            WHERE j.status <> 'running' AND j.finished_at IS NULL
-              AND j.job_type > (SELECT max(t.job_type) FROM unnest(v_job_types) AS t (job_type))
-        ) OR cardinality(v_job_types) = 0 OR array_position(v_job_types, NULL) IS NOT NULL
-        INTO v_narrowed;
+                  AND j.job_type < (SELECT min(t.job_type) FROM unnest(v_job_types) AS t (job_type))
+            )
+            OR EXISTS (
+                SELECT 1
+                FROM pgrun.jobs AS j
+                WHERE j.status <> 'running' AND j.finished_at IS NULL
+                  AND j.job_type > (SELECT max(t.job_type) FROM unnest(v_job_types) AS t (job_type))
+            );
+        IF NOT v_narrowed AND cardinality(v_job_types) > 1 THEN
+            v_narrowed := EXISTS (
+                SELECT 1
+                FROM unnest(v_job_types) AS lo (job_type)
+                -- LATERAL with LIMIT: a lookup per gap, its bounds as index conditions
+                CROSS JOIN LATERAL (
+                    SELECT 1
+                    FROM pgrun.jobs AS j
+                    WHERE j.status <> 'running' AND j.finished_at IS NULL
+                      AND j.job_type > lo.job_type
+                      AND j.job_type < (
+                          SELECT min(hi.job_type) FROM unnest(v_job_types) AS hi (job_type)
+                          WHERE hi.job_type > lo.job_type
+                      )
+                    LIMIT 1
+                ) AS found
+            );
+        END IF;
     END IF;
 
     -- 4. The claim, in plpgsql steps, so a claim sets up only the statements it runs (one
@@ -224,20 +233,16 @@ BEGIN
     --     price of the bound). The walk streams: a full claim stops early.
     IF NOT v_narrowed THEN
         -- The type filter after the lock, not in the scan: a job of another type enqueued
-        -- since the probe is locked and left (the claim comes back short this once) rather
+        -- since the lookups is locked and left (the claim comes back short this once) rather
         -- than read past, so the walk stays at max_jobs rows whatever commits meanwhile.
-        v_tids := ARRAY(
-            SELECT l.tid
-            FROM (
-                SELECT j.ctid AS tid, j.job_type
-                FROM pgrun.jobs AS j
-                WHERE j.status = 'queued' AND j.run_at <= v_now
-                ORDER BY j.priority, j.run_at, j.id
-                LIMIT claim_jobs.max_jobs
-                FOR UPDATE OF j SKIP LOCKED
-            ) AS l
-            WHERE v_job_types IS NULL OR l.job_type = ANY(v_job_types)
-        );
+        v_tids := array_remove(ARRAY(
+            SELECT CASE WHEN v_job_types IS NULL OR j.job_type = ANY(v_job_types) THEN j.ctid END
+            FROM pgrun.jobs AS j
+            WHERE j.status = 'queued' AND j.run_at <= v_now
+            ORDER BY j.priority, j.run_at, j.id
+            LIMIT claim_jobs.max_jobs
+            FOR UPDATE OF j SKIP LOCKED
+        ), NULL);
     ELSE
         WITH locked AS (
             SELECT j.ctid AS tid
