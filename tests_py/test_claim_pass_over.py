@@ -8,6 +8,7 @@ taking jobs through that path at once still take each job exactly once."""
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from typing import Any
 
@@ -135,6 +136,71 @@ def test_claimers_past_the_walk_take_each_job_exactly_once(db: str) -> None:
         ("b.job", "succeeded", 3_000),
         ("paused.job", "queued", 2_000),
     ]
+
+
+OWN_CLAIM = "SELECT job_id, lease_token, job_type FROM pgrun.claim_jobs(%s, 60, 2, NULL, '{own.job}')"
+COMPLETE = "SELECT count(*) FROM pgrun.complete_jobs(%s, %s)"
+
+
+def test_claimers_of_their_own_type_while_another_type_arrives_take_only_their_own(db: str) -> None:
+    """Claimers name own.job and mostly find no other type queued, so their claims take the plain
+    walk; meanwhile one session enqueues other.job jobs one at a time ahead of them (a better
+    priority) and another claims those as they come, so the lookups that chose the plain walk and
+    the walk itself keep racing with those commits. Whatever each claim found, an own.job claimer
+    never takes another type's job, each own.job job is taken exactly once (a sweep after the race
+    takes what claims that came back short left), and the other type's jobs go to their own
+    claimer."""
+    bulk_enqueue(db, 3_000, "own.job", "default", 10)
+    # Claims of two: many claims, so many lookups followed by a walk, for arrivals to fall between
+    own_claimers = 3
+    stop = threading.Event()
+    taken: list[list[tuple[str, str]]] = [[] for _ in range(own_claimers)]
+    others_taken: list[str] = []
+
+    def own(i: int) -> None:
+        with psycopg.connect(db, autocommit=True) as conn:
+            while True:
+                rows = conn.execute(OWN_CLAIM, (f"own-{i}",)).fetchall()
+                if not rows:
+                    return
+                taken[i].extend((str(r[0]), r[2]) for r in rows)
+                conn.execute(
+                    "SELECT count(*) FROM pgrun.complete_jobs(%s, %s)",
+                    ([r[0] for r in rows], [r[1] for r in rows]),
+                )
+
+    def arrivals() -> None:
+        with psycopg.connect(db, autocommit=True) as conn:
+            while not stop.is_set():
+                conn.execute("SELECT count(*) FROM pgrun.enqueue_job('other.job', priority => 0)")
+
+    def work(i: int) -> None:
+        if i < own_claimers:
+            try:
+                own(i)
+            finally:
+                stop.set()
+        elif i == own_claimers:
+            arrivals()
+        else:
+            while not stop.is_set():
+                claim_and_complete_until_empty(db, "other-claimer", others_taken, 5, ["other.job"])
+
+    run_threads(own_claimers + 2, work)
+    swept: list[str] = []
+    claim_and_complete_until_empty(db, "sweeper", swept, 20, ["own.job"])
+    claim_and_complete_until_empty(db, "other-claimer", others_taken, 20, ["other.job"])
+
+    assert {job_type for part in taken for _, job_type in part} == {"own.job"}
+    everything = [job for part in taken for job, _ in part] + swept
+    assert [job for job, n in Counter(everything).items() if n > 1] == []
+    assert len(everything) == 3_000
+    assert len(others_taken) > 0, "no job of another type arrived while the claimers ran"
+    with psycopg.connect(db, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT job_type, status, count(*) FROM pgrun.jobs GROUP BY job_type, status ORDER BY job_type"
+        ).fetchall()
+    assert rows == [("other.job", "succeeded", len(others_taken)), ("own.job", "succeeded", 3_000)]
 
 
 def test_rows_the_per_pair_step_locks_and_does_not_keep_are_free_once_the_claim_commits(db: str) -> None:

@@ -26,18 +26,22 @@
 --      (through jobs_lease_idx, the partial index over running jobs); its room is max_concurrency minus that count, and a full type is left out;
 --   4. the claim, in steps, each a statement only when needed: a walk of jobs_claim_idx in
 --      claim order, filters and left-out types applied, locking FOR UPDATE SKIP LOCKED up to
---      max_jobs rows; with a filter or a left-out type in play the walk reads at most
---      4 x max_jobs + 100 entries, and when it comes back short at that bound, the rest
---      comes from one walk of jobs_claim_type_idx per (job type, queue) the claimer may take
---      (_lease_lock_by_pair, jobs/_claim_pairs.sql): a claim never pays for ready jobs it may
---      not take (docs/lease-machine.md "Ready jobs a claim passes over"); per capped type at
---      most its room of them are kept (_lease_pick_by_room, jobs/_claim_rooms.sql); then one
---      UPDATE of the kept rows by tuple id, which returns them in claim order.
+--      max_jobs rows; with a filter or a left-out type in play (a job type filter counts only
+--      when some queued job is of another type: a few lookups in jobs_claim_type_idx tell)
+--      the walk reads at most 4 x max_jobs + 100 entries, and when it comes back short at
+--      that bound, the rest comes from one walk of jobs_claim_type_idx per (job type, queue)
+--      the claimer may take (_lease_lock_by_pair, jobs/_claim_pairs.sql): a claim never pays
+--      for ready jobs it may not take (docs/lease-machine.md "Ready jobs a claim passes
+--      over"); per capped type at most its room of them are kept (_lease_pick_by_room,
+--      jobs/_claim_rooms.sql); then one UPDATE of the kept rows by tuple id, which returns
+--      them in claim order.
 -- A batch may therefore hold fewer than max_jobs jobs when a capped type has more ready
 -- jobs at the head of the queue than room; its surplus stays queued for a later call.
 --
 -- Locks, in order: job_runtime_configs rows of capped types (job_type order, SKIP LOCKED),
--- then the claimed jobs rows (claim order, SKIP LOCKED). Never waits on a row lock.
+-- then the claimed jobs rows (claim order, SKIP LOCKED). Never waits on a row lock. Rows
+-- locked and not kept (the per-pair walks' surplus, a capped type's beyond its room, a job of
+-- another type the plain walk met) stay locked until the claim's transaction ends.
 --
 -- Errors (RQ003, before anything is locked): job.invalid_worker_id (NULL, blank or over
 -- 200 characters), job.invalid_lease_seconds (outside 1..86400), job.invalid_max_jobs
