@@ -164,10 +164,7 @@ def test_claimers_of_their_own_type_while_another_type_arrives_take_only_their_o
                 if not rows:
                     return
                 taken[i].extend((str(r[0]), r[2]) for r in rows)
-                conn.execute(
-                    "SELECT count(*) FROM pgrun.complete_jobs(%s, %s)",
-                    ([r[0] for r in rows], [r[1] for r in rows]),
-                )
+                conn.execute(COMPLETE, ([r[0] for r in rows], [r[1] for r in rows]))
 
     def arrivals() -> None:
         with psycopg.connect(db, autocommit=True) as conn:
