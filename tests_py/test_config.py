@@ -87,4 +87,22 @@ def test_bad_values_are_clamped_with_a_warning(
 def test_overrides_are_clamped_too() -> None:
     config = from_env({}).with_overrides(max_global_concurrency=0, lease_ttl_seconds=1)
     assert (config.max_global_concurrency, config.lease_ttl_seconds) == (1, 10)
+    assert from_env({}).with_overrides(event_loop="tokio").event_loop == "uvloop"
     assert from_env({"JOBS_WORKER_ID": "x" * 300}).worker_id == "x" * 200
+
+
+def test_the_event_loop_is_uvloop_unless_asyncio_is_named() -> None:
+    assert Config().event_loop == "uvloop"
+    assert from_env({}).event_loop == "uvloop"
+    assert from_env({"JOBS_EVENT_LOOP": " AsyncIO "}).event_loop == "asyncio"
+    assert from_env({"JOBS_EVENT_LOOP": "uvloop"}).event_loop == "uvloop"
+    assert from_env({"JOBS_EVENT_LOOP": ""}).event_loop == "uvloop"
+
+
+@pytest.mark.parametrize("raw", ["trio", "libuv", "asyncio2"])
+def test_an_unknown_event_loop_is_replaced_with_a_warning(raw: str, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="pgrun.config"):
+        config = from_env({"JOBS_EVENT_LOOP": raw})
+    assert config.event_loop == "uvloop"
+    assert "JOBS_EVENT_LOOP" in caplog.text
+    assert raw in caplog.text

@@ -14,12 +14,13 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pgrun import migrate
+from pgrun import migrate, queries
 from pgrun.client import Client
 from pgrun.server import EmbeddedServer
 
@@ -236,3 +237,59 @@ def test_the_worker_reconnects_after_a_server_restart_and_loses_nothing(
         if what == "done":
             done[name] = done.get(name, 0) + 1
     assert sorted(done) == sorted(names), "every job ran to completion"
+
+
+def listening(client: Client) -> bool:
+    """Whether a worker's listener has run its LISTEN (a NOTIFY sent from now on reaches it)."""
+    with client.pool.connection() as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query = %s",
+            (queries.LISTEN,),
+        ).fetchone()
+    return row is not None and row[0] > 0
+
+
+@pytest.mark.parametrize("event_loop", ["uvloop", "asyncio"])
+def test_the_worker_runs_on_the_configured_event_loop(
+    db: str, log_file: Path, tmp_path: Path, event_loop: str
+) -> None:
+    """`pgrun worker` runs its loops on JOBS_EVENT_LOOP's loop (uvloop by default): a delayed job
+    starts from its due timer, a sync handler reports progress and logs through the loop from its
+    thread, and SIGTERM ends the process cleanly."""
+    output = tmp_path / "worker.out"
+    environ = {
+        **os.environ,
+        "DATABASE_URL": db,
+        "JOBS_POLL_INTERVAL_MS": "60000",  # only the due timer can start the delayed job in time
+        "JOBS_WORKER_ID": f"on-{event_loop}",
+    }
+    if event_loop == "asyncio":
+        environ["JOBS_EVENT_LOOP"] = "asyncio"
+    else:
+        environ.pop("JOBS_EVENT_LOOP", None)
+    with Client.connect(db) as client, output.open("wb") as sink:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "pgrun", "worker", "worker_apps:app", "--log-level", "info"],
+            cwd=TESTS,
+            env=environ,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            wait_for(lambda: listening(client), 20, "the worker to listen for enqueues")
+            sync_id = client.enqueue_job("test.sync_progress", {"log": str(log_file), "name": "sync"}).job_id
+            later = client.enqueue_job("test.sleep", {"log": str(log_file), "name": "later"}, delay=1.0)
+            wait_for(lambda: client.get_job(later.job_id)["status"] == "succeeded", 10, "the delayed job")
+            wait_for(lambda: client.get_job(sync_id)["status"] == "succeeded", 10, "the sync job")
+            worker.send_signal(signal.SIGTERM)
+            assert worker.wait(20) == 0
+        finally:
+            stop(worker)
+        sync_job = client.get_job(sync_id)
+        started_at = datetime.fromisoformat(client.get_job(later.job_id)["started_at"])
+        started_late = (started_at - later.run_at).total_seconds()
+    assert sync_job["progress"] == {"step": 1}
+    assert sync_job["result"] == {"cancel_requested": False}
+    assert 0 <= started_late < 0.5
+    assert f"{event_loop} loop)" in output.read_text()
+    assert sorted(lines(log_file)) == ["later done 1", "later start 1", "sync done 1", "sync start 1"]

@@ -10,12 +10,12 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from pgrun.app import App, JobContext
+from pgrun.app import App, JobContext, SyncJobContext
 
 app = App("tests")
 
 
-def _note(ctx: JobContext, what: str) -> None:
+def _note(ctx: JobContext | SyncJobContext, what: str) -> None:
     with Path(ctx.payload["log"]).open("a", encoding="utf-8") as handle:
         handle.write(f"{ctx.payload.get('name', ctx.job_id)} {what} {ctx.attempt}\n")
 
@@ -29,3 +29,13 @@ async def sleep(ctx: JobContext) -> Any:
     await asyncio.sleep(float(ctx.payload.get("seconds", 0)))
     _note(ctx, "done")
     return {"attempt": ctx.attempt}
+
+
+@app.job("test.sync_progress")
+def sync_progress(ctx: SyncJobContext) -> Any:
+    """A plain ``def`` handler (run on a thread) that reports progress and logs through the loop."""
+    _note(ctx, "start")
+    cancel_requested = ctx.progress({"step": 1})
+    ctx.log("halfway", step=1)
+    _note(ctx, "done")
+    return {"cancel_requested": cancel_requested}

@@ -10,6 +10,7 @@ from typing import Any
 from pgrun.app import App
 from pgrun.client import Client
 from pgrun.config import Config
+from pgrun.eventloop import run_until_complete
 from pgrun.runner import default_loops, run_loops
 
 FINISHED = ("succeeded", "dead", "cancelled")
@@ -56,7 +57,7 @@ def run_worker_until(
                 stop.set()
                 await asyncio.wait_for(task, 30)
 
-    return asyncio.run(main())
+    return run_until_complete(main(), config)  # the loop `pgrun worker` runs on: uvloop's unless named
 
 
 def statuses(client: Client, job_ids: list[Any]) -> list[str]:

@@ -71,6 +71,7 @@ def settings(concurrency: int, poll_s: float | None = None) -> dict[str, Any]:
         "JOBS_CLAIMS_IN_FLIGHT": getattr(cfg, "claims_in_flight", 1),
         "JOBS_ASYNC_CLAIMS": cfg.async_claims,
         "JOBS_PREFETCH": cfg.prefetch_limit,
+        "JOBS_EVENT_LOOP": getattr(cfg, "event_loop", "asyncio"),
         "flush": "complete_jobs 2 ms after the first buffered outcome (pgrun.worker.FLUSH_DELAY)",
         "notify": f"LISTEN pgrun_jobs; poll fallback JOBS_POLL_INTERVAL_MS={cfg.poll_interval_ms}",
         "poll_interval_s": cfg.poll_interval_ms / 1000,
@@ -238,4 +239,9 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    try:
+        from pgrun.eventloop import run_until_complete
+    except ImportError:  # bench/worker_ab.py runs this script against commits from before it
+        asyncio.run(main())
+    else:  # the loop `pgrun worker` runs on (JOBS_EVENT_LOOP)
+        run_until_complete(main(), from_env())

@@ -22,6 +22,7 @@ from psycopg_pool import AsyncConnectionPool
 from pgrun.app import App, Loop
 from pgrun.client import AsyncClient, configure_async_connection
 from pgrun.config import Config
+from pgrun.eventloop import loop_kind, run_until_complete
 from pgrun.metrics import NO_METRICS, NoMetrics
 from pgrun.reaper import Reaper
 from pgrun.worker import Worker
@@ -125,13 +126,14 @@ async def _run_loops(
     running = [(name, builder(client, config)) for name, builder in loops]
     tasks = [asyncio.create_task(loop.run(stop), name=f"pgrun-{name}") for name, loop in running]
     log.info(
-        "pgrun %s started: %s (concurrency %d, batch %d, lease %d s, gc threshold %d)",
+        "pgrun %s started: %s (concurrency %d, batch %d, lease %d s, gc threshold %d, %s loop)",
         config.worker_id,
         ", ".join(name for name, _ in running),
         config.max_global_concurrency,
         config.claim_batch_size,
         config.lease_ttl_seconds,
         gc.get_threshold()[0],
+        loop_kind(asyncio.get_running_loop()),
     )
     try:
         for finished in asyncio.as_completed(tasks):
@@ -166,5 +168,5 @@ def run(app: App, config: Config, loops: Sequence[tuple[str, LoopBuilder]] | Non
             loop.add_signal_handler(signum, on_signal, signum)
         await run_loops(chosen, config, stop)
 
-    asyncio.run(main())
+    run_until_complete(main(), config)
     return 0

@@ -21,13 +21,13 @@ firing twice even when claims expire mid-pass.
 
 There is one loop, ``Scheduler`` (asyncio): ``pgrun worker`` runs it beside the worker on its
 pool (``loop_factory``, registered by ``@app.periodic`` and by ``pgrun worker`` itself), and
-``run_scheduler`` / ``python -m pgrun.scheduler`` run it alone (``asyncio.run`` over it, on a
-pool of its own). Its settings come from ``pgrun.config`` (``JOBS_SCHEDULE_POLL_INTERVAL_SECONDS``
-and ``DATABASE_URL``; a bad value is warned about and replaced, as for the worker).
-``ScheduleDeclaration`` is a schedule declared in code and ``validate_cron`` the full croniter
-check made before anything is sent to SQL. Schedules are declared, listed, paused, resumed,
-deleted and run by hand through ``Client`` / ``AsyncClient`` (``pgrun schedules`` on the
-command line).
+``run_scheduler`` / ``python -m pgrun.scheduler`` run it alone (on the event loop
+``JOBS_EVENT_LOOP`` names, uvloop's by default, and a pool of its own). Its settings come from
+``pgrun.config`` (``JOBS_SCHEDULE_POLL_INTERVAL_SECONDS`` and ``DATABASE_URL``; a bad value is
+warned about and replaced, as for the worker). ``ScheduleDeclaration`` is a schedule declared in
+code and ``validate_cron`` the full croniter check made before anything is sent to SQL.
+Schedules are declared, listed, paused, resumed, deleted and run by hand through ``Client`` /
+``AsyncClient`` (``pgrun schedules`` on the command line).
 """
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ from pgrun.client import AsyncClient, configure_async_connection
 from pgrun.config import Config, from_env
 from pgrun.cron import check_cron, clip, seconds_field_warning
 from pgrun.errors import InvalidInputError, LeaseLostError, PgrunError
+from pgrun.eventloop import run_until_complete
 from pgrun.results import ClaimedSchedule, FiredTick
 
 if TYPE_CHECKING:
@@ -542,8 +543,8 @@ async def serve(
 
 
 def run_scheduler(config: Config, *, scheduler_id: str | None = None) -> None:
-    """Blocking: ``asyncio.run`` over ``serve`` until SIGTERM / SIGINT."""
-    asyncio.run(serve(config, scheduler_id=scheduler_id))
+    """Blocking: ``serve`` on the event loop ``config.event_loop`` names, until SIGTERM / SIGINT."""
+    run_until_complete(serve(config, scheduler_id=scheduler_id), config)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
