@@ -33,7 +33,9 @@ from pgrun import config as configuration
 from pgrun import worker as worker_module
 from pgrun.app import App, Continue, Fail, JobContext, Retry
 from pgrun.client import AsyncClient, Client
+from pgrun.eventloop import run_until_complete
 from pgrun.results import UndecodableJson
+from pgrun.runner import default_loops, run_loops
 from pgrun.workflow import Workflow
 from worker_support import fast_config, run_worker_until, statuses
 
@@ -656,3 +658,60 @@ def test_an_unparsable_store_tracebacks_keeps_the_default(caplog: pytest.LogCapt
     with caplog.at_level(logging.WARNING, logger="pgrun.config"):
         assert configuration.from_env({"JOBS_STORE_TRACEBACKS": "maybe"}).store_tracebacks is False
     assert "JOBS_STORE_TRACEBACKS" in caplog.text
+
+
+def test_a_stopping_worker_waits_for_its_flush_in_flight_then_writes_what_came_after(
+    db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stop arrives while a completion batch is out and another outcome waits behind it: the
+    worker waits for the batch's answer, writes the waiting outcome, and ends with every job
+    succeeded once."""
+    real = AsyncClient.complete_jobs
+    sent: list[int] = []
+    in_flight = asyncio.Event()
+    answer = asyncio.Event()
+
+    async def held_first(self: AsyncClient, completions: Any, **options: Any) -> Any:
+        sent.append(len(completions))
+        if len(sent) == 1:
+            in_flight.set()
+            await asyncio.wait_for(answer.wait(), 30)
+        return await real(self, completions, **options)
+
+    monkeypatch.setattr(AsyncClient, "complete_jobs", held_first)
+    app = App()
+
+    @app.job("t.first")
+    async def first(ctx: JobContext) -> Any:
+        return None
+
+    @app.job("t.second")
+    async def second(ctx: JobContext) -> Any:
+        await asyncio.wait_for(in_flight.wait(), 30)  # ends while the first batch is out
+        return None
+
+    with Client.connect(db) as client:
+        ids = [
+            client.enqueue_job("t.first", {}).job_id,
+            client.enqueue_job("t.second", {}, delay=0.5).job_id,
+        ]
+
+        async def main() -> None:
+            stop = asyncio.Event()
+            task = asyncio.create_task(run_loops(default_loops(app), fast_config(db), stop))
+            await asyncio.wait_for(in_flight.wait(), 20)
+            deadline = time.monotonic() + 20
+            while await asyncio.to_thread(statuses, client, ids[1:]) != ["running"]:
+                assert time.monotonic() < deadline, "the second job was not claimed"
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(0.1)  # its handler has returned: its outcome waits in the buffer
+            stop.set()
+            await asyncio.sleep(0.3)
+            assert not task.done(), "the worker waits for its flush in flight"
+            answer.set()
+            await asyncio.wait_for(task, 10)
+
+        run_until_complete(main(), fast_config(db))
+        jobs = [client.get_job(job_id) for job_id in ids]
+    assert sent == [1, 1]
+    assert [(j["status"], j["total_attempts"]) for j in jobs] == [("succeeded", 1)] * 2
