@@ -29,7 +29,6 @@ Without DATABASE_URL it starts an embedded server (durable settings).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import bisect
 import importlib
 import itertools
@@ -107,7 +106,10 @@ def probe_main() -> None:
 
         pgrun_worker.latency_result = kept_result
         pgrun_worker.emit = emit_with_clocks
-    asyncio.run(pgrun_worker.main())
+    # the loop `pgrun worker` runs on (JOBS_EVENT_LOOP; uvloop's unless named)
+    eventloop: Any = importlib.import_module("pgrun.eventloop")
+    config: Any = importlib.import_module("pgrun.config")
+    eventloop.run_until_complete(pgrun_worker.main(), config.from_env())
 
 
 def segments(result: dict[str, Any], warmup: int) -> list[dict[str, float]]:
