@@ -65,7 +65,6 @@ larger part of the run (3 of about 10 minutes on a 2-core machine) and some 10 G
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import statistics
 import sys
@@ -84,6 +83,8 @@ from pgrun_worker import throughput  # noqa: E402
 
 from jobs_bench import checkpoint, claim_latencies, connect, load_ready, server  # noqa: E402
 from pgrun import migrate  # noqa: E402
+from pgrun.config import from_env  # noqa: E402
+from pgrun.eventloop import run_until_complete  # noqa: E402
 from pgrun.testing import drop_database, with_database  # noqa: E402
 
 CHUNK = 500_000  # finished jobs per INSERT ... SELECT (one transaction each)
@@ -258,7 +259,7 @@ def settle(dsns: dict[str, str], timeout_s: float = 300.0) -> float:
 def worker_throughput(dsn: str, jobs: int, concurrency: int) -> dict[str, Any]:
     checkpoint(dsn)
     args = argparse.Namespace(dsn=dsn, jobs=jobs, concurrency=concurrency, timeout_s=600.0)
-    out = asyncio.run(throughput(args))
+    out = run_until_complete(throughput(args), from_env())  # the loop `pgrun worker` runs on
     assert out["handled"] == jobs and out["left_in_queue"] == 0, out
     return out
 
