@@ -38,7 +38,6 @@ import inspect
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from uuid import UUID
 
@@ -47,13 +46,12 @@ from uuid import UUID
 from pgrun.loops import Loop as Loop
 from pgrun.loops import LoopFactory
 from pgrun.results import ClaimedJob, Json, JsonObject
+from pgrun.results import Seconds as Seconds  # pgrun.app.Seconds, as before
 
 if TYPE_CHECKING:
     from pgrun.scheduler import ScheduleDeclaration
 
 _T = TypeVar("_T")
-
-Seconds = float | timedelta
 
 
 class Retry(Exception):

@@ -69,13 +69,12 @@ from pgrun.results import (
     UpsertedSchedule,
     WorkflowRunSummary,
 )
+from pgrun.results import Seconds as Seconds  # pgrun.client.Seconds, as before
 
 T = TypeVar("T")
 R = TypeVar("R")
 #: A job or run id: a UUID, or its text.
 Id = UUID | str
-#: A duration: seconds, or a timedelta.
-Seconds = float | timedelta
 
 
 class WorkflowLike(Protocol):

@@ -16,6 +16,8 @@ from uuid import UUID
 Json = Any
 #: A JSON object (get_job, get_workflow_run).
 JsonObject = dict[str, Any]
+#: A duration: seconds, or a timedelta.
+Seconds = float | timedelta
 
 
 @dataclass(frozen=True)

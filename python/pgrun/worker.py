@@ -113,7 +113,6 @@ from pgrun.app import (
     Fail,
     JobContext,
     Retry,
-    Seconds,
     SyncHandler,
     SyncJobContext,
 )
@@ -121,7 +120,7 @@ from pgrun.client import AsyncClient, Failure, KeepingAsyncClient, configure_asy
 from pgrun.config import Config
 from pgrun.errors import ConflictError, InvalidInputError, LeaseLostError, PgrunError
 from pgrun.metrics import NO_METRICS, NoMetrics
-from pgrun.results import BatchOutcome, ClaimedJob, JsonObject, UndecodableJson
+from pgrun.results import BatchOutcome, ClaimedJob, JsonObject, Seconds, UndecodableJson
 
 log = logging.getLogger("pgrun.worker")
 

@@ -16,12 +16,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from pgrun.results import JsonObject, Seconds
 
 if TYPE_CHECKING:
-    from pgrun.client import Id, Seconds
-
-JsonObject = dict[str, Any]
+    from pgrun.client import Id
 
 
 @dataclass(frozen=True)
