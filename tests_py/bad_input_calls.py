@@ -291,6 +291,10 @@ BASELINES: dict[str, dict[str, str | list[str]]] = {
         "queues": ["'default'"],
         "job_types": ["'bad.queued'"],
     },
+    "next_run_at": {
+        "queues": ["'default'"],
+        "job_types": ["'bad.queued'"],
+    },
     "heartbeat_jobs": {
         "worker_id": "'w-1'",
         "lease_seconds": "60",

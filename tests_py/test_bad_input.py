@@ -573,10 +573,10 @@ def _family(function: str) -> str:
 FAMILIES = {
     "jobs": {
         "upsert_job_definition", "set_job_runtime_config", "enqueue_job", "enqueue_jobs", "claim_jobs",
-        "heartbeat_jobs", "report_progress", "append_job_log", "complete_job", "complete_jobs", "fail_job",
-        "fail_jobs", "continue_job", "release_jobs", "cancel_job", "requeue_job", "reap_expired_leases",
-        "purge_finished_jobs", "get_job", "list_jobs", "queue_depth", "job_metrics", "dashboard_overview",
-        "get_job_history",
+        "next_run_at", "heartbeat_jobs", "report_progress", "append_job_log", "complete_job", "complete_jobs",
+        "fail_job", "fail_jobs", "continue_job", "release_jobs", "cancel_job", "requeue_job",
+        "reap_expired_leases", "purge_finished_jobs", "get_job", "list_jobs", "queue_depth", "job_metrics",
+        "dashboard_overview", "get_job_history",
     },
     "workflows": {
         "enqueue_workflow", "append_workflow_steps", "complete_external_step", "cancel_workflow_run",

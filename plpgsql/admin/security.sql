@@ -65,6 +65,7 @@ AS $$
         ('count_jobs', '{admin,producer,reader}'),
         -- the worker's lease machine, the reaper and the scheduler
         ('claim_jobs', '{admin,worker}'),
+        ('next_run_at', '{admin,worker}'),
         ('heartbeat_jobs', '{admin,worker}'),
         ('report_progress', '{admin,worker}'),
         ('append_job_log', '{admin,worker}'),

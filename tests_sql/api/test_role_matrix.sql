@@ -36,6 +36,7 @@ INSERT INTO expected VALUES
     ('get_job_history', '{admin,producer,reader}'),
     ('count_jobs', '{admin,producer,reader}'),
     ('claim_jobs', '{admin,worker}'),
+    ('next_run_at', '{admin,worker}'),
     ('heartbeat_jobs', '{admin,worker}'),
     ('report_progress', '{admin,worker}'),
     ('append_job_log', '{admin,worker}'),
