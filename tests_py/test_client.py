@@ -77,6 +77,11 @@ async def scenario(call: Invoke) -> None:
     metrics = {m.job_type: m for m in await call("job_metrics")}
     assert metrics["t.work"].succeeded == 2
     assert await call("purge_finished_jobs", 0) == 3
+    assert await call("next_run_at") is None  # nothing delayed
+    later = await call("enqueue_job", "t.later", {}, delay=60)
+    assert await call("next_run_at") == later.run_at
+    assert await call("next_run_at", job_types=["t.later"], queues=["default"]) == later.run_at
+    assert await call("next_run_at", queues=["elsewhere"]) is None
 
     run = await call("enqueue_workflow", {"steps": [{"key": "gate", "kind": "external"}]})
     assert run.created and run.status == "running"

@@ -411,6 +411,10 @@ def _claim_jobs(
     return _all(q.CLAIM_JOBS, params, ClaimedJob)
 
 
+def _next_run_at(*, queues: Sequence[str] | None, job_types: Sequence[str] | None) -> Call[datetime | None]:
+    return _scalar(q.NEXT_RUN_AT, dict(queues=_list(queues), job_types=_list(job_types)))
+
+
 def _heartbeat_jobs(
     worker_id: str, leases: Sequence[tuple[Id, Id]], *, lease_seconds: int
 ) -> Call[list[Heartbeat]]:
@@ -875,6 +879,13 @@ class Client:
                 worker_id, lease_seconds=lease_seconds, max_jobs=max_jobs, queues=queues, job_types=job_types
             )
         )
+
+    def next_run_at(
+        self, *, queues: Sequence[str] | None = None, job_types: Sequence[str] | None = None
+    ) -> datetime | None:
+        """When the next delayed job of these queues and job types comes due; None when
+        none is queued (pgrun.next_run_at)."""
+        return self._run(_next_run_at(queues=queues, job_types=job_types))
 
     def heartbeat_jobs(
         self, worker_id: str, leases: Sequence[tuple[Id, Id]], *, lease_seconds: int = 30
@@ -1370,6 +1381,13 @@ class AsyncClient:
                 worker_id, lease_seconds=lease_seconds, max_jobs=max_jobs, queues=queues, job_types=job_types
             )
         )
+
+    async def next_run_at(
+        self, *, queues: Sequence[str] | None = None, job_types: Sequence[str] | None = None
+    ) -> datetime | None:
+        """When the next delayed job of these queues and job types comes due; None when
+        none is queued (pgrun.next_run_at)."""
+        return await self._run(_next_run_at(queues=queues, job_types=job_types))
 
     async def heartbeat_jobs(
         self, worker_id: str, leases: Sequence[tuple[Id, Id]], *, lease_seconds: int = 30

@@ -40,6 +40,10 @@ SELECT * FROM pgrun.claim_jobs(
     job_types => %(job_types)s::text[])
 """
 
+NEXT_RUN_AT: Final = """
+SELECT pgrun.next_run_at(queues => %(queues)s::text[], job_types => %(job_types)s::text[])
+"""
+
 HEARTBEAT_JOBS: Final = """
 SELECT * FROM pgrun.heartbeat_jobs(
     worker_id => %(worker_id)s::text,
