@@ -119,6 +119,7 @@ from pgrun.app import (
 from pgrun.client import AsyncClient, Failure, KeepingAsyncClient, configure_async_connection
 from pgrun.config import Config
 from pgrun.errors import ConflictError, InvalidInputError, LeaseLostError, PgrunError
+from pgrun.eventloop import loop_kind
 from pgrun.metrics import NO_METRICS, NoMetrics
 from pgrun.results import BatchOutcome, ClaimedJob, JsonObject, Seconds, UndecodableJson
 
@@ -150,6 +151,10 @@ _TRUNCATED = " [truncated]"
 _TRANSIENT_CLASSES = frozenset({"08", "40", "53", "57", "58"})
 #: How many known due times (delayed jobs, retries) the worker keeps timers for.
 MAX_DUE_TIMES = 10_000
+#: uvloop's timers count whole milliseconds and fire up to ~1.3 ms before their time by the
+#: clock a job's run_at is on; there the due-time timer is set this much later, so the claim
+#: it starts does not come before the job is due (which would leave the job to the poll).
+UVLOOP_TIMER_SLACK = 0.002
 #: How often one outcome's own write may time out before the worker gives it up.
 MAX_TIMEOUTS = 5
 _TRANSIENT_STATES = frozenset({"55P03"})
@@ -252,10 +257,16 @@ class Worker:
         self._claim_delay = RETRY_MIN
         #: A claim refused for a reason retrying will not fix; the claim loop raises it.
         self._claim_error: Exception | None = None
-        #: Loop times at which known jobs come due (delayed enqueues, retries, next steps),
-        #: earliest first; one timer is armed for the earliest.
+        #: time.monotonic() times at which known jobs come due (delayed enqueues, retries,
+        #: next steps), earliest first; one timer is armed for the earliest.
         self._due: list[float] = []
         self._due_timer: asyncio.TimerHandle | None = None
+        self._due_timer_at = 0.0
+        #: pgrun.next_run_at's last answer since the listener (re)connected, and the time
+        #: (time.monotonic()) of its timer: when that fires, the next one is asked for (_wake_at_next_run).
+        self._asked_run_at: datetime | None = None
+        self._asked_at: float | None = None
+        self._ask_task: asyncio.Task[None] | None = None
         self._stopping = False
         self._flush_idle = asyncio.Event()
         self._flush_idle.set()
@@ -324,6 +335,8 @@ class Worker:
             stop_waiter.cancel()
             await self._shutdown()
             helpers += self._parked_tasks
+            if self._ask_task is not None:
+                helpers.append(self._ask_task)
             for task in helpers:
                 task.cancel()
             await asyncio.gather(*helpers, return_exceptions=True)
@@ -931,37 +944,51 @@ class Worker:
                 return
             delay = min(delay * 2, RETRY_MAX)
 
-    def _wake_at(self, run_at: datetime | None) -> None:
+    def _wake_at(self, run_at: datetime | None) -> float | None:
         """Claim when a known job comes due: a delayed enqueue (its NOTIFY carries the time), a
-        retry or a next step. Times are the database's; the wait runs on this host's clock."""
+        retry or a next step. Times are the database's; the wait runs on this host's clock.
+        Returns the wait's end (``time.monotonic()``; None: no time, due already and claimed
+        now, or too many waits already)."""
         if run_at is None:
-            return
+            return None
         delay = (run_at - datetime.now(UTC)).total_seconds()
         if delay <= 0:
             self.poke()
-            return
-        loop = asyncio.get_running_loop()
+            return None
+        when = None
         if len(self._due) < MAX_DUE_TIMES:  # beyond it, the poll finds the rest
-            heapq.heappush(self._due, loop.time() + delay)
-        self._arm_due_timer(loop)
+            when = time.monotonic() + delay
+            heapq.heappush(self._due, when)
+        self._arm_due_timer(asyncio.get_running_loop())
+        return when
 
     def _arm_due_timer(self, loop: asyncio.AbstractEventLoop) -> None:
+        """One timer, for the earliest due time. The times are time.monotonic()'s, not the
+        loop's: uvloop's loop clock counts whole milliseconds."""
         if not self._due:
             return
         first = self._due[0]
         if self._due_timer is not None:
-            if self._due_timer.when() <= first:
+            if self._due_timer_at <= first:
                 return
             self._due_timer.cancel()
-        self._due_timer = loop.call_at(first, self._came_due, loop)
+        slack = UVLOOP_TIMER_SLACK if loop_kind(loop) == "uvloop" else 0.0
+        self._due_timer_at = first
+        self._due_timer = loop.call_later(max(0.0, first - time.monotonic()) + slack, self._came_due, loop)
 
     def _came_due(self, loop: asyncio.AbstractEventLoop) -> None:
         self._due_timer = None
-        now = loop.time()
+        now = time.monotonic()
+        came = False
         while self._due and self._due[0] <= now:
             heapq.heappop(self._due)
-        self.poke()
+            came = True
+        if came:  # a timer that fired early claims nothing yet: it is armed again below
+            self.poke()
         self._arm_due_timer(loop)
+        if self._asked_at is not None and self._asked_at <= now:
+            self._asked_at = None
+            self._ask_task = asyncio.create_task(self._wake_at_next_run())
 
     # -- leases --------------------------------------------------------------------------
 
@@ -1076,6 +1103,8 @@ class Worker:
                     await conn.execute(q.LISTEN)
                     delay = RETRY_MIN
                     self.poke()  # anything enqueued while we were not listening
+                    self._asked_run_at = None
+                    await self._wake_at_next_run()  # and what comes due later
                     async for note in conn.notifies():
                         # "<queue>": jobs ready now; "<queue> <unix ms>": delayed jobs due then
                         queue, _, due = note.payload.partition(" ")
@@ -1094,6 +1123,28 @@ class Worker:
                 log.warning("listener connection lost (%s); reconnecting in %.1fs", exc, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, RETRY_MAX)
+
+    async def _wake_at_next_run(self) -> None:
+        """A timer for the earliest delayed job this worker may claim (pgrun.next_run_at), asked
+        for when the listener (re)connects: the notifications that carried the due times of
+        jobs enqueued while it was not listening never reached it. When that timer fires, the
+        next one is asked for, until none is left. Each answer must be later than the last
+        (a database clock behind this host's would otherwise have it ask again and again for
+        a job this host thinks due); a failed call, or one that is not, leaves the rest to
+        the poll."""
+        while True:
+            try:
+                due = await self.client.next_run_at(queues=self.queues, job_types=sorted(self.app.job_types))
+            except (psycopg.Error, PgrunError, TimeoutError) as exc:
+                log.warning("cannot read when the next delayed job is due (%s); the poll will find it", exc)
+                return
+            if due is None or (self._asked_run_at is not None and due <= self._asked_run_at):
+                return
+            self._asked_run_at = due
+            self._asked_at = self._wake_at(due)
+            if self._asked_at is not None or len(self._due) >= MAX_DUE_TIMES:
+                return
+            # due already (claimed now): the next one
 
     # -- shutdown ------------------------------------------------------------------------
 
