@@ -47,6 +47,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from jobs_bench import server
 from pgrun import migrate
+from pgrun.config import from_env
+from pgrun.eventloop import run_until_complete
 from pgrun.testing import scratch_database
 
 REPO = Path(__file__).resolve().parents[1]
@@ -107,9 +109,7 @@ def probe_main() -> None:
         pgrun_worker.latency_result = kept_result
         pgrun_worker.emit = emit_with_clocks
     # the loop `pgrun worker` runs on (JOBS_EVENT_LOOP; uvloop's unless named)
-    eventloop: Any = importlib.import_module("pgrun.eventloop")
-    config: Any = importlib.import_module("pgrun.config")
-    eventloop.run_until_complete(pgrun_worker.main(), config.from_env())
+    run_until_complete(pgrun_worker.main(), from_env())
 
 
 def segments(result: dict[str, Any], warmup: int) -> list[dict[str, float]]:

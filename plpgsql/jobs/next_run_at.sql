@@ -30,18 +30,13 @@ SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_now timestamptz := pgrun.now();
-    v_queues text[] := next_run_at.queues;
-    v_job_types text[] := next_run_at.job_types;
-    v_unscoped boolean;
+    v_queues text[];
+    v_job_types text[];
 BEGIN
-    SELECT a.is_admin OR (a.queues IS NULL AND a.job_types IS NULL)
-    INTO v_unscoped
-    FROM pgrun._caller_access() AS a;
-    IF NOT v_unscoped THEN
-        -- a scoped worker role: NULL filters become its scope, a filter outside it is refused
-        SELECT c.queues, c.job_types INTO v_queues, v_job_types
-        FROM pgrun._caller_check_scope(next_run_at.queues, next_run_at.job_types) AS c;
-    END IF;
+    -- a scoped worker role: NULL filters become its scope, a filter outside it is refused;
+    -- any other caller keeps its filters
+    SELECT c.queues, c.job_types INTO v_queues, v_job_types
+    FROM pgrun._caller_check_scope(next_run_at.queues, next_run_at.job_types) AS c;
 
     IF v_job_types IS NULL THEN
         RETURN (
