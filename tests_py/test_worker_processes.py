@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 
@@ -27,7 +27,11 @@ from pgrun.server import EmbeddedServer
 TESTS = Path(__file__).resolve().parent
 
 
-def start_worker(dsn: str, **env: str) -> subprocess.Popen[bytes]:
+def start_worker(
+    dsn: str, *, log_level: str = "warning", output: IO[bytes] | None = None, **env: str
+) -> subprocess.Popen[bytes]:
+    """`pgrun worker worker_apps:app` with short intervals (``env`` overrides them); its log
+    goes to ``output`` (stdout and stderr) when given."""
     environ = {
         **os.environ,
         "DATABASE_URL": dsn,
@@ -37,9 +41,11 @@ def start_worker(dsn: str, **env: str) -> subprocess.Popen[bytes]:
         **env,
     }
     return subprocess.Popen(
-        [sys.executable, "-m", "pgrun", "worker", "worker_apps:app", "--log-level", "warning"],
+        [sys.executable, "-m", "pgrun", "worker", "worker_apps:app", "--log-level", log_level],
         cwd=TESTS,
         env=environ,
+        stdout=output,
+        stderr=None if output is None else subprocess.STDOUT,
     )
 
 
@@ -257,23 +263,16 @@ def test_the_worker_runs_on_the_configured_event_loop(
     starts from its due timer, a sync handler reports progress and logs through the loop from its
     thread, and SIGTERM ends the process cleanly."""
     output = tmp_path / "worker.out"
-    environ = {
-        **os.environ,
-        "DATABASE_URL": db,
-        "JOBS_POLL_INTERVAL_MS": "60000",  # only the due timer can start the delayed job in time
-        "JOBS_WORKER_ID": f"on-{event_loop}",
-    }
-    if event_loop == "asyncio":
-        environ["JOBS_EVENT_LOOP"] = "asyncio"
-    else:
-        environ.pop("JOBS_EVENT_LOOP", None)
+    # uvloop's case leaves the variable empty: the default is under test
+    chosen = {"JOBS_EVENT_LOOP": "asyncio" if event_loop == "asyncio" else ""}
     with Client.connect(db) as client, output.open("wb") as sink:
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "pgrun", "worker", "worker_apps:app", "--log-level", "info"],
-            cwd=TESTS,
-            env=environ,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
+        worker = start_worker(
+            db,
+            log_level="info",
+            output=sink,
+            JOBS_POLL_INTERVAL_MS="60000",  # only the due timer can start the delayed job in time
+            JOBS_WORKER_ID=f"on-{event_loop}",
+            **chosen,
         )
         try:
             wait_for(lambda: listening(client), 20, "the worker to listen for enqueues")
