@@ -1,7 +1,7 @@
 -- next_run_at: the earliest run_at after now among queued jobs inside the filters and the
 -- caller's scope; NULL when there is none. Ready, running and finished jobs do not count.
 BEGIN;
-SELECT plan(16);
+SELECT plan(18);
 
 -- SETUP
 SELECT pgrun_test.freeze_time('2030-01-01 00:00:00+00');
@@ -51,8 +51,15 @@ SELECT is(pgrun_test.as_role('pgrun_tap_worker_mail', $$SELECT pgrun.next_run_at
     '2030-01-01 00:05:00+00', 'a worker scoped to mail sees the mail job only');
 SELECT is(pgrun_test.as_role('pgrun_tap_worker_mail', $$SELECT pgrun.next_run_at(queues => ARRAY['bulk'])$$),
     '42501 access.queue_denied', 'a filter outside its scope is refused');
+SELECT pgrun.set_role_access('pgrun_tap_worker_report', job_types => ARRAY['report.build']);
+SELECT pgrun_test.freeze_time('2030-01-01 00:04:00+00');  -- next: mail at 00:05, report at 00:09
+SELECT pgrun_test.fingerprint() AS before \gset
+SELECT is(pgrun_test.as_role('pgrun_tap_worker_report', $$SELECT pgrun.next_run_at()$$),
+    '2030-01-01 00:09:00+00', 'a worker scoped to report.build sees that type''s jobs only');
+SELECT is(pgrun_test.as_role('pgrun_tap_worker_report', $$SELECT pgrun.next_run_at(job_types => ARRAY['mail.send'])$$),
+    '42501 access.job_type_denied', 'a job type outside its scope is refused');
 SELECT is(pgrun_test.as_role('pgrun_tap_worker', $$SELECT pgrun.next_run_at()$$),
-    '2030-01-01 00:03:00+00', 'an unscoped worker sees every queue');
+    '2030-01-01 00:05:00+00', 'an unscoped worker sees every queue and type');
 SELECT is(pgrun_test.as_role('pgrun_tap_producer', $$SELECT pgrun.next_run_at()$$),
     '42501 permission denied for function next_run_at', 'a producer may not call it');
 
