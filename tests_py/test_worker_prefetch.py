@@ -9,16 +9,21 @@ from __future__ import annotations
 
 import asyncio
 import time
+from datetime import UTC, datetime
 from typing import Any, cast
+from uuid import uuid4
 
 import psycopg
 import pytest
 
+from pgrun import worker as worker_module
 from pgrun.app import App, JobContext
 from pgrun.client import AsyncClient, Client
 from pgrun.config import Config, from_env
+from pgrun.errors import PermissionDeniedError
+from pgrun.results import ClaimedJob
 from pgrun.runner import default_loops, run_loops
-from pgrun.worker import Worker
+from pgrun.worker import HANDLER_TIME_WEIGHT, Worker, _Running
 from worker_support import fast_config, finished, run_worker_until, statuses
 
 
@@ -266,6 +271,58 @@ def test_a_claim_the_handlers_ran_dry_waiting_for_doubles_the_bound() -> None:
     assert _bound_after(worker, 5, 1.0) == 10, "a second of slow handlers brings it back"
 
 
+def test_a_claim_the_handlers_ran_dry_waiting_for_sets_the_bound_from_their_mean_time() -> None:
+    """Once handlers have finished, a ran-dry claim raises the bound at once to what the slots
+    get through at the handlers' mean run time in PREFETCH_SECONDS (slots / mean time), not
+    just twice the bound; never above the ceiling, never below twice the bound."""
+
+    def ran_dry(handler_time: float, slots: int = 10) -> int:
+        worker = Worker(App(), cast(AsyncClient, None), Config(max_global_concurrency=slots))
+        worker._handler_time = handler_time
+        worker._claimed_while_busy(busy=True, full=True)
+        return worker._queue_bound()
+
+    assert ran_dry(0.005) == 200, "10 slots at 5 ms: 2,000 a second, 0.1 s of it"
+    assert ran_dry(0.005, slots=2) == 40
+    assert ran_dry(0.00001) == 1000, "no-op handlers: the ceiling in one step"
+    assert ran_dry(1.0) == 20, "slow handlers: twice the bound, as before any handler finished"
+    assert ran_dry(0.0) == 20, "no handler finished yet: twice the bound"
+
+
+def test_the_mean_handler_time_is_a_running_then_a_moving_mean() -> None:
+    """The first jobs' run times are averaged; later ones weigh HANDLER_TIME_WEIGHT each."""
+    app = App()
+
+    @app.job("t.timed")
+    async def timed(_ctx: JobContext) -> None:
+        return None
+
+    worker = Worker(app, cast(AsyncClient, None), Config(max_global_concurrency=4))
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    job = ClaimedJob(
+        job_id=uuid4(), job_type="t.timed", queue="default", priority=0, payload={}, attempt=1,
+        max_attempts=3, lease_token=uuid4(), lease_expires_at=at, timeout_seconds=None, step=None,
+        state=None, progress=None, organization_id=None, workflow_run_id=None,
+        workflow_step_key=None, run_at=at, started_at=at,
+    )  # fmt: skip
+
+    def run_timed(*clock: float) -> None:
+        """Run the handler once per (start, end) pair of ``clock``, as the worker's clock reads."""
+        readings = iter(clock)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(worker_module.time, "perf_counter", lambda: next(readings))
+            for _ in range(len(clock) // 2):
+                asyncio.run(worker._execute(_Running(job)))
+                worker._finished += 1
+
+    run_timed(0.0, 0.010, 1.0, 1.030)  # 10 ms, then 30 ms
+    assert worker._handler_time == pytest.approx(0.020), "the mean of the first two"
+    worker._finished = 1000
+    run_timed(2.0, 2.520)
+    assert worker._handler_time == pytest.approx(0.020 + (0.520 - 0.020) * HANDLER_TIME_WEIGHT)
+    assert len(worker._buffer) == 3, "each run's outcome was buffered"
+
+
 def test_fast_handlers_are_claimed_in_large_batches_and_slow_ones_are_not_hoarded(db: str) -> None:
     """Default settings, two slots. 3,000 no-op jobs: the claims grow far beyond the slots
     (a few dozen round trips, not one per two jobs). Then 12 jobs of 0.2 s: the worker holds
@@ -287,6 +344,9 @@ def test_fast_handlers_are_claimed_in_large_batches_and_slow_ones_are_not_hoarde
         run_worker_until(app, config, lambda c: not any(d.ready or d.running for d in c.queue_depth()), 60)
         assert len(starts) == 3000 and len(set(starts)) == 3000
         assert max(asked) >= 50, f"claims stayed small: {sorted(asked)[-5:]}"
+        # the second claim ran dry: the next asks for what the slots get through in 0.1 s at
+        # the handlers' mean time, not twice the last (doubling took six round trips to 50)
+        assert next(i for i, n in enumerate(asked) if n >= 50) <= 3, f"claims grew slowly: {asked[:10]}"
         assert len(asked) < 300, f"{len(asked)} claims for 3,000 jobs"
         assert {c.status: c.jobs for c in client.count_jobs()}["succeeded"] == len(fast_ids)
 
@@ -335,3 +395,73 @@ def test_a_handler_still_running_after_the_grace_period_is_abandoned_by_name(
         assert 2 <= took < 10
         assert f"abandoning job {stuck} (t.named) after the grace period" in caplog.text
         assert statuses(client, [stuck, quick]) == ["running", "succeeded"]
+
+
+def test_the_first_claim_goes_out_while_the_definitions_register(db: str) -> None:
+    """At a start the first claim is sent without waiting for the definitions' upsert (its
+    round trip overlaps the claim's); no handler starts until the upsert has answered."""
+    starts: list[str] = []
+    app = _app(starts)
+    upsert = AsyncClient.upsert_job_definition
+    gate = asyncio.Event()
+
+    async def held_upsert(self: AsyncClient, *args: Any, **kwargs: Any) -> Any:
+        await gate.wait()
+        return await upsert(self, *args, **kwargs)
+
+    with Client.connect(db) as client, pytest.MonkeyPatch.context() as patch:
+        patch.setattr(AsyncClient, "upsert_job_definition", held_upsert)
+        job_id = _enqueue(client, "early")
+
+        async def main() -> tuple[list[str], list[str]]:
+            stop = asyncio.Event()
+            task = asyncio.create_task(run_loops(default_loops(app), fast_config(db), stop))
+            deadline = time.monotonic() + 10
+            while await asyncio.to_thread(statuses, client, [job_id]) != ["running"]:
+                assert time.monotonic() < deadline, "no claim while the definitions registered"
+                await asyncio.sleep(0.02)
+            await asyncio.sleep(0.2)
+            before = list(starts)
+            gate.set()
+            while await asyncio.to_thread(statuses, client, [job_id]) != ["succeeded"]:
+                assert time.monotonic() < deadline, "the claimed job did not run after the upsert"
+                await asyncio.sleep(0.02)
+            stop.set()
+            await asyncio.wait_for(task, 10)
+            return before, list(starts)
+
+        before, after = asyncio.run(main())
+    assert before == [], "a handler started before the definitions were registered"
+    assert after == ["early"]
+
+
+def test_a_refused_registration_ends_the_worker_and_hands_back_what_it_claimed(
+    db: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The upsert is refused (not the server's weather) after the first claim answered: the
+    worker ends with the refusal, as a refused claim ends it, and the job it claimed is
+    queued again at once, unstarted, no attempt spent."""
+    starts: list[str] = []
+    app = _app(starts)
+    worker_built: list[Worker] = []
+    loops = default_loops(app)
+    make_worker = dict(loops)["worker"]
+
+    def build_worker(client: AsyncClient, config: Config) -> Any:
+        worker_built.append(cast(Worker, make_worker(client, config)))
+        return worker_built[-1]
+
+    async def refused_upsert(self: AsyncClient, *args: Any, **kwargs: Any) -> Any:
+        await worker_built[0].claimed_once.wait()
+        raise PermissionDeniedError("access.denied")
+
+    with Client.connect(db) as client, pytest.MonkeyPatch.context() as patch:
+        patch.setattr(AsyncClient, "upsert_job_definition", refused_upsert)
+        job_id = _enqueue(client, "refused")
+        built = [("worker", build_worker), *[(name, f) for name, f in loops if name != "worker"]]
+        asyncio.run(asyncio.wait_for(run_loops(built, fast_config(db, lease_ttl_seconds=60)), 20))
+        job = client.get_job(job_id)
+    assert starts == []
+    assert job["status"] == "queued", "handed back at once, not left for its 60 s lease"
+    assert (job["attempt"], job["attempts"]) == (0, [])
+    assert "a loop crashed" in caplog.text and "access.denied" in caplog.text

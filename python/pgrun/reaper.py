@@ -38,16 +38,25 @@ class Reaper:
     name = "reaper"
 
     def __init__(
-        self, client: AsyncClient, config: Config, *, on_ready: Callable[[], None] | None = None
+        self,
+        client: AsyncClient,
+        config: Config,
+        *,
+        on_ready: Callable[[], None] | None = None,
+        after: asyncio.Event | None = None,
     ) -> None:
         self.client = client
         self.config = config
         #: Called when reaped jobs are queued again (the worker in this process claims at once).
         self.on_ready = on_ready
+        #: The first pass waits for this (the worker in this process has claimed once).
+        self.after = after
         self._next_purge = 0.0
         self._may_purge = config.retention_hours > 0
 
     async def run(self, stop: asyncio.Event) -> None:
+        if self.after is not None:
+            await _first_of(self.after, stop)
         while not stop.is_set():
             try:
                 await self.reap()
@@ -97,3 +106,13 @@ class Reaper:
                 if total:
                     log.info("purged %d finished job(s) older than %s", total, older_than)
                 return total
+
+
+async def _first_of(*events: asyncio.Event) -> None:
+    """Return when any of ``events`` is set."""
+    waits = [asyncio.ensure_future(event.wait()) for event in events]
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for wait in waits:
+            wait.cancel()

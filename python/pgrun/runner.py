@@ -52,7 +52,10 @@ def default_loops(
     def make_reaper(client: AsyncClient, config: Config) -> Loop:
         # Reaped jobs are ready again: let this process's worker claim them at once.
         found = built.get("worker")
-        return Reaper(client, config, on_ready=found.poke if found else None)
+        if found is None:
+            return Reaper(client, config)
+        # its first pass after the worker's first claim (the start's critical path)
+        return Reaper(client, config, on_ready=found.poke, after=found.claimed_once)
 
     loops: list[tuple[str, LoopBuilder]] = []
     if worker:

@@ -134,6 +134,9 @@ FLUSH_MAX = 500
 PREFETCH_SECONDS = 0.1
 RATE_SAMPLE_SECONDS = 0.05
 RATE_SECONDS = 0.25
+#: The handlers' mean run time is a running mean of the first jobs, then weighs each job this
+#: much (about the last 1 / HANDLER_TIME_WEIGHT jobs count).
+HANDLER_TIME_WEIGHT = 0.02
 #: Back-off after a failed database call (server gone, pool exhausted): doubles to the cap.
 RETRY_MIN, RETRY_MAX = 0.2, 5.0
 #: At most this many writes of parked outcomes (see ``_retry_run``) at a time.
@@ -238,6 +241,8 @@ class Worker:
         self._rate = 0.0
         self._rate_at = time.monotonic()
         self._rate_finished = 0
+        #: The handlers' mean run time in seconds (0.0: none finished yet).
+        self._handler_time = 0.0
         self._buffer: list[_Outcome] = []
         self._buffered = asyncio.Event()
         self._wake = asyncio.Event()
@@ -268,6 +273,12 @@ class Worker:
         self._asked_at: float | None = None
         self._ask_task: asyncio.Task[None] | None = None
         self._stopping = False
+        #: The definitions are registered: claimed jobs may start, the listener connects
+        #: (``_register``).
+        self._registered = asyncio.Event()
+        #: Set when the first claim has answered (or failed): the reaper's first pass waits
+        #: for it, so that a worker's start is not slowed by its own maintenance.
+        self.claimed_once = asyncio.Event()
         self._flush_idle = asyncio.Event()
         self._flush_idle.set()
         #: Outcomes waiting for a workflow run's release conflict to clear, by run.
@@ -318,8 +329,9 @@ class Worker:
         if isinstance(claims_on, AsyncConnectionPool):
             # claims and heartbeats keep their connections between calls (KeepingAsyncClient)
             self._claims = KeepingAsyncClient(claims_on)
-        await self._register_definitions(stop)
         helpers = [
+            # the first claim is sent while the definitions register; no handler starts before
+            asyncio.create_task(self._register(stop), name="pgrun-register"),
             asyncio.create_task(self._listen(), name="pgrun-listen"),
             asyncio.create_task(self._heartbeat_loop(), name="pgrun-heartbeat"),
             asyncio.create_task(self._flush_loop(), name="pgrun-flush"),
@@ -347,6 +359,19 @@ class Worker:
                 await claims_pool.close()
 
     # -- start-up ------------------------------------------------------------------------
+
+    async def _register(self, stop: asyncio.Event) -> None:
+        """Register the definitions, then let claimed jobs start. A refusal (not the server's
+        weather, which is retried) ends the worker as a refused claim does: the claim loop
+        raises it, and the jobs claimed meanwhile are handed back unstarted."""
+        try:
+            await self._register_definitions(stop)
+        except Exception as exc:
+            self._claim_error = exc
+            self._wake.set()
+            return
+        self._registered.set()
+        self._dispatch()
 
     async def _register_definitions(self, stop: asyncio.Event) -> None:
         """Upsert the definition of every registered type (retried until the server answers)."""
@@ -455,6 +480,7 @@ class Worker:
             self._asked -= wanted
             del self._claiming[asyncio.current_task()]  # type: ignore[arg-type]
             self._wake.set()
+            self.claimed_once.set()
         self._claim_delay = RETRY_MIN
         self._metrics.claimed(jobs, time.perf_counter() - started)
         # A short claim means the ready set is drained (for us), unless news came meanwhile.
@@ -466,14 +492,20 @@ class Worker:
             self._dispatch()
 
     def _claimed_while_busy(self, busy: bool, full: bool) -> None:
-        """Slow start. A full claim sent while the worker had work, that comes back to an
+        """Start-up. A full claim sent while the worker had work, that comes back to an
         empty local queue and an idle slot, was too small: the handlers ran dry waiting for
-        it. The bound then doubles at once (the rate it is taken from is raised to match),
-        rather than after the measured rate catches up, which took ~0.35 s at a worker's
-        start or after an idle spell (claims of 10 jobs growing to 500, at 20,000 jobs a
-        second). The rate's next samples bring it back down if the handlers are slower."""
+        it. The rate the bound is taken from is then raised at once, rather than after the
+        measured rate catches up (~0.35 s at a worker's start or after an idle spell, claims
+        of 10 jobs growing to 500 at 20,000 jobs a second): to what the slots get through at
+        the handlers' mean run time (Little's law: slots / mean time), at least twice the
+        bound, at most the ceiling's rate. Doubling alone took six round trips to reach
+        claims of 500 (~28 ms of a no-op worker's start). The rate's next samples bring it
+        back down if the handlers are slower."""
         if busy and full and not self._queue and len(self._handlers) < self.slots:
-            self._rate = max(self._rate, 2 * self._queue_bound() / PREFETCH_SECONDS)
+            capacity = self.slots / self._handler_time if self._handler_time > 0 else 0.0
+            doubled = 2 * self._queue_bound() / PREFETCH_SECONDS
+            ceiling = self._prefetch / PREFETCH_SECONDS
+            self._rate = max(self._rate, min(ceiling, max(doubled, capacity)))
 
     def _enqueue_local(self, claimed: list[_Running]) -> None:
         """Put claimed jobs in the local queue, which stays in claim order (priority, run_at,
@@ -504,9 +536,12 @@ class Worker:
         return min(self._prefetch, max(self.slots, int(self._rate * PREFETCH_SECONDS)))
 
     def _dispatch(self) -> None:
-        """Start queued jobs while slots are free (none once the worker is stopping: the
-        queued ones are handed back). A job whose lease was lost or that was asked to
-        cancel while it waited is not started (the heartbeat took it out of the queue)."""
+        """Start queued jobs while slots are free (none before the definitions are registered,
+        none once the worker is stopping: the queued ones are handed back). A job whose lease
+        was lost or that was asked to cancel while it waited is not started (the heartbeat
+        took it out of the queue)."""
+        if not self._registered.is_set():
+            return
         while self._queue and len(self._handlers) < self.slots and not self._stopping:
             running = self._queue.popleft()
             running.waiting = False
@@ -596,7 +631,11 @@ class Worker:
             )
             message = _crash_message(exc, full=self.config.store_tracebacks)
             outcome = self._failure(running, "crashed", message, retryable=True, error=exc)
-        self._metrics.handled(job, time.perf_counter() - started)
+        elapsed = time.perf_counter() - started
+        self._metrics.handled(job, elapsed)
+        # a running mean of the first jobs, then a moving one (_claimed_while_busy)
+        weight = max(HANDLER_TIME_WEIGHT, 1 / (self._finished + 1))
+        self._handler_time += (elapsed - self._handler_time) * weight
         if running.lost:
             self._forget(running, "its lease was lost while the handler ran; dropping its outcome")
             return
@@ -1094,6 +1133,8 @@ class Worker:
     # -- the NOTIFY listener ---------------------------------------------------------------
 
     async def _listen(self) -> None:
+        # after the definitions: at a start, the first claim and the registration go first
+        await self._registered.wait()
         delay = RETRY_MIN
         while True:
             try:
@@ -1182,8 +1223,12 @@ class Worker:
         while (self._buffer or self._parked or not self._flush_idle.is_set()) and time.monotonic() < deadline:
             if self._buffer and self._flush_idle.is_set():
                 await self._flush_once()
+            elif not self._flush_idle.is_set():
+                # the flush in flight ends first (polling for it cost up to 10 ms a stop)
+                with suppress(TimeoutError):
+                    await asyncio.wait_for(self._flush_idle.wait(), max(0.0, deadline - time.monotonic()))
             else:
-                await asyncio.sleep(0.01)
+                await asyncio.sleep(0.01)  # parked outcomes: their run's retries write them
         unwritten = len(self._buffer) + sum(len(parked) for parked in self._parked.values())
         if unwritten:
             log.warning("exiting with %d unwritten outcome(s); their leases will expire", unwritten)
