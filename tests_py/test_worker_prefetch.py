@@ -23,7 +23,7 @@ from pgrun.config import Config, from_env
 from pgrun.errors import PermissionDeniedError
 from pgrun.results import ClaimedJob
 from pgrun.runner import default_loops, run_loops
-from pgrun.worker import HANDLER_TIME_WEIGHT, Worker, _Running
+from pgrun.worker import Worker, _Running
 from worker_support import fast_config, finished, run_worker_until, statuses
 
 
@@ -289,8 +289,9 @@ def test_a_claim_the_handlers_ran_dry_waiting_for_sets_the_bound_from_their_mean
     assert ran_dry(0.0) == 20, "no handler finished yet: twice the bound"
 
 
-def test_the_mean_handler_time_is_a_running_then_a_moving_mean() -> None:
-    """The first jobs' run times are averaged; later ones weigh HANDLER_TIME_WEIGHT each."""
+def test_the_mean_handler_time_is_taken_over_the_rates_sample() -> None:
+    """The handlers' mean run time is the mean since the rate's last sample; a sample with no
+    finished handler keeps the last one's."""
     app = App()
 
     @app.job("t.timed")
@@ -315,11 +316,16 @@ def test_the_mean_handler_time_is_a_running_then_a_moving_mean() -> None:
                 asyncio.run(worker._execute(_Running(job)))
                 worker._finished += 1
 
+    assert worker._mean_handler_time() == 0.0, "none finished yet"
     run_timed(0.0, 0.010, 1.0, 1.030)  # 10 ms, then 30 ms
-    assert worker._handler_time == pytest.approx(0.020), "the mean of the first two"
-    worker._finished = 1000
-    run_timed(2.0, 2.520)
-    assert worker._handler_time == pytest.approx(0.020 + (0.520 - 0.020) * HANDLER_TIME_WEIGHT)
+    assert worker._mean_handler_time() == pytest.approx(0.020)
+    _bound_after(worker, 0, 1.0)  # the rate's sample: a new window starts
+    assert worker._mean_handler_time() == pytest.approx(0.020), "nothing since: the last window's"
+    run_timed(2.0, 2.500)
+    assert worker._mean_handler_time() == pytest.approx(0.500)
+    _bound_after(worker, 0, 1.0)
+    _bound_after(worker, 0, 1.0)
+    assert worker._mean_handler_time() == pytest.approx(0.500), "an idle sample keeps it"
     assert len(worker._buffer) == 3, "each run's outcome was buffered"
 
 

@@ -134,9 +134,6 @@ FLUSH_MAX = 500
 PREFETCH_SECONDS = 0.1
 RATE_SAMPLE_SECONDS = 0.05
 RATE_SECONDS = 0.25
-#: The handlers' mean run time is a running mean of the first jobs, then weighs each job this
-#: much (about the last 1 / HANDLER_TIME_WEIGHT jobs count).
-HANDLER_TIME_WEIGHT = 0.02
 #: Back-off after a failed database call (server gone, pool exhausted): doubles to the cap.
 RETRY_MIN, RETRY_MAX = 0.2, 5.0
 #: At most this many writes of parked outcomes (see ``_retry_run``) at a time.
@@ -241,7 +238,10 @@ class Worker:
         self._rate = 0.0
         self._rate_at = time.monotonic()
         self._rate_finished = 0
-        #: The handlers' mean run time in seconds (0.0: none finished yet).
+        #: The handlers' run times added up (seconds), the total at the rate's last sample, and
+        #: the mean run time over the last sample that had any (0.0: none finished yet).
+        self._handler_seconds = 0.0
+        self._rate_handler_seconds = 0.0
         self._handler_time = 0.0
         self._buffer: list[_Outcome] = []
         self._buffered = asyncio.Event()
@@ -498,11 +498,12 @@ class Worker:
         measured rate catches up (~0.35 s at a worker's start or after an idle spell, claims
         of 10 jobs growing to 500 at 20,000 jobs a second): to what the slots get through at
         the handlers' mean run time (Little's law: slots / mean time), at least twice the
-        bound, at most the ceiling's rate. Doubling alone took six round trips to reach
-        claims of 500 (~28 ms of a no-op worker's start). The rate's next samples bring it
-        back down if the handlers are slower."""
+        bound, at most the ceiling's rate (doubling alone took six round trips to reach
+        claims of 500 at a no-op worker's start). The rate's next samples bring it back down
+        if the handlers are slower."""
         if busy and full and not self._queue and len(self._handlers) < self.slots:
-            capacity = self.slots / self._handler_time if self._handler_time > 0 else 0.0
+            mean = self._mean_handler_time()
+            capacity = self.slots / mean if mean > 0 else 0.0
             doubled = 2 * self._queue_bound() / PREFETCH_SECONDS
             ceiling = self._prefetch / PREFETCH_SECONDS
             self._rate = max(self._rate, min(ceiling, max(doubled, capacity)))
@@ -530,10 +531,20 @@ class Worker:
         elapsed = now - self._rate_at
         if elapsed >= RATE_SAMPLE_SECONDS:
             rate = (self._finished - self._rate_finished) / elapsed
+            self._handler_time = self._mean_handler_time()
+            self._rate_handler_seconds = self._handler_seconds
             # Smoothed over about RATE_SECONDS: a sample that long (an idle spell) replaces it.
             self._rate += min(1.0, elapsed / RATE_SECONDS) * (rate - self._rate)
             self._rate_at, self._rate_finished = now, self._finished
         return min(self._prefetch, max(self.slots, int(self._rate * PREFETCH_SECONDS)))
+
+    def _mean_handler_time(self) -> float:
+        """The handlers' mean run time since the rate's last sample, or over the last sample
+        that had any (a sum per job, not a mean per job: it runs on every job's path)."""
+        finished = self._finished - self._rate_finished
+        if finished <= 0:
+            return self._handler_time
+        return (self._handler_seconds - self._rate_handler_seconds) / finished
 
     def _dispatch(self) -> None:
         """Start queued jobs while slots are free (none before the definitions are registered,
@@ -633,9 +644,7 @@ class Worker:
             outcome = self._failure(running, "crashed", message, retryable=True, error=exc)
         elapsed = time.perf_counter() - started
         self._metrics.handled(job, elapsed)
-        # a running mean of the first jobs, then a moving one (_claimed_while_busy)
-        weight = max(HANDLER_TIME_WEIGHT, 1 / (self._finished + 1))
-        self._handler_time += (elapsed - self._handler_time) * weight
+        self._handler_seconds += elapsed
         if running.lost:
             self._forget(running, "its lease was lost while the handler ran; dropping its outcome")
             return
