@@ -14,7 +14,7 @@ def test_defaults_and_a_generated_worker_id() -> None:
     assert config.database_url == "postgresql://x"
     assert config.worker_id.startswith("worker-")
     assert (config.poll_interval_ms, config.claim_batch_size, config.lease_ttl_seconds) == (1000, 500, 30)
-    assert config.claims_in_flight == 1
+    assert config.claims_in_flight == 2
     assert from_env({"JOBS_CLAIMS_IN_FLIGHT": "2"}).claims_in_flight == 2
     assert from_env({"JOBS_WORKER_ID": "   "}).worker_id.startswith("worker-")
     assert from_env({"JOBS_WORKER_ID": "host-1"}).worker_id == "host-1"
@@ -63,7 +63,7 @@ def test_values_are_read() -> None:
         ("JOBS_CLAIM_BATCH_SIZE", "100000", "claim_batch_size", 1000),
         ("JOBS_CLAIMS_IN_FLIGHT", "0", "claims_in_flight", 1),
         ("JOBS_CLAIMS_IN_FLIGHT", "9", "claims_in_flight", 4),
-        ("JOBS_CLAIMS_IN_FLIGHT", "two", "claims_in_flight", 1),
+        ("JOBS_CLAIMS_IN_FLIGHT", "two", "claims_in_flight", 2),
         ("JOBS_MAX_GLOBAL_CONCURRENCY", "-1", "max_global_concurrency", 1),
         ("JOBS_REAPER_INTERVAL_SECONDS", "0", "reaper_interval_seconds", 1),
         ("JOBS_SCHEDULE_POLL_INTERVAL_SECONDS", "0", "schedule_poll_interval_seconds", 1),

@@ -285,7 +285,8 @@ def test_a_poke_starts_the_claim_itself_while_the_worker_claims() -> None:
 
     async def main() -> None:
         held = _HeldClaims()
-        worker = Worker(_app([]), AsyncClient.__new__(AsyncClient), Config(max_global_concurrency=4))
+        config = Config(max_global_concurrency=4, claims_in_flight=1)
+        worker = Worker(_app([]), AsyncClient.__new__(AsyncClient), config)
         worker._claims = held  # type: ignore[assignment]
         worker.poke()
         assert worker._claiming == {}, "the claim loop is not running: no claim yet"
@@ -297,7 +298,7 @@ def test_a_poke_starts_the_claim_itself_while_the_worker_claims() -> None:
         await asyncio.sleep(0)
         assert held.calls == [8], "sent on the next pass of the event loop"
         worker.poke()
-        assert len(worker._claiming) == 1, "one claim in flight at most (the default)"
+        assert len(worker._claiming) == 1, "one claim in flight at most (the setting)"
 
         held.release.set()
         await asyncio.sleep(0.01)
