@@ -83,6 +83,39 @@ def test_a_delayed_job_enqueued_before_the_worker_started_starts_at_its_run_at(d
         assert 0 <= late < 0.5, f"job {name} started {late:.3f} s after its run_at"
 
 
+def test_notifications_are_read_while_next_run_at_is_asked(db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The listener asks pgrun.next_run_at beside its notifications, not before them: with the
+    answer 3 s slow, a job enqueued once the worker listens starts within a second (the poll
+    is a minute)."""
+    started: dict[str, datetime] = {}
+    app = noting_app("t.now", started)
+    asked = AsyncClient.next_run_at
+
+    async def slow_answer(self: AsyncClient, *args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(3)
+        return await asked(self, *args, **kwargs)
+
+    monkeypatch.setattr(AsyncClient, "next_run_at", slow_answer)
+    enqueued: list[datetime] = []
+
+    def producer() -> None:
+        time.sleep(1.0)  # the worker is up, listening, its next_run_at still out
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute("SELECT pgrun.enqueue_job('t.now', '{\"name\": \"now\"}')")
+        enqueued.append(datetime.now(UTC))
+
+    thread = threading.Thread(target=producer)
+    thread.start()
+    try:
+        run_worker_until(
+            app, fast_config(db, poll_interval_ms=60_000), lambda _c: "now" in started, timeout=20
+        )
+    finally:
+        thread.join(30)
+    waited = (started["now"] - enqueued[0]).total_seconds()
+    assert waited < 1.0, f"the job started {waited:.3f} s after its enqueue"
+
+
 @pytest.mark.parametrize("event_loop", ["uvloop", "asyncio"])
 def test_a_due_time_timer_never_fires_before_the_job_is_due(event_loop: str) -> None:
     """A job's run_at is on the wall clock; uvloop's timers count whole milliseconds and fire up

@@ -1154,7 +1154,8 @@ class Worker:
                     delay = RETRY_MIN
                     self.poke()  # anything enqueued while we were not listening
                     self._asked_run_at = None
-                    await self._wake_at_next_run()  # and what comes due later
+                    # and what comes due later, asked beside the notifications, not before them
+                    self._ask_task = asyncio.create_task(self._wake_at_next_run())
                     async for note in conn.notifies():
                         # "<queue>": jobs ready now; "<queue> <unix ms>": delayed jobs due then
                         queue, _, due = note.payload.partition(" ")
