@@ -75,6 +75,11 @@ Metrics (``metrics``, docs/metrics.md): claims, handler run times, flushes and w
 answered for each outcome are reported to a ``pgrun.metrics.WorkerMetrics``; without
 ``--metrics-port`` the worker holds ``NO_METRICS``, whose hooks do nothing.
 
+Starting (``run``): the first claim goes out while the job types' definitions are upserted
+(``_register``; the claim reads the jobs' own settings); no handler starts before the upsert
+has answered, the listener connects after it, and a refused upsert ends the worker with the
+claimed jobs handed back.
+
 Stopping (``stop`` set, e.g. by SIGTERM): claim nothing more, let the claims in flight answer,
 hand the jobs waiting in the local queue back at once (``release_jobs``: queued again, no
 attempt spent), give running handlers ``JOBS_SHUTDOWN_GRACE_SECONDS`` to finish, write their
