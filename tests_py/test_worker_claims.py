@@ -312,3 +312,79 @@ def test_a_poke_starts_the_claim_itself_while_the_worker_claims() -> None:
         assert worker._claiming == {} and held.calls == [8]
 
     asyncio.run(main())
+
+
+def test_a_claim_that_answers_before_an_earlier_one_waits_for_it() -> None:
+    """Two claims in flight: the second answers first. Its jobs wait (their leases held, so the
+    heartbeat renews them) until the first has answered, and then every job starts in claim
+    order, with a slot free all along. A failed earlier claim releases them too."""
+
+    class Ordered:
+        """Answers each call with the jobs given for it, once its gate opens."""
+
+        def __init__(self, answers: list[list[ClaimedJob]]) -> None:
+            self.answers = answers
+            self.gates = [asyncio.Event() for _ in answers]
+            self.calls = 0
+
+        async def claim_jobs(self, worker_id: str, **kwargs: Any) -> list[ClaimedJob]:
+            n = self.calls
+            self.calls += 1
+            await self.gates[n].wait()
+            if not self.answers[n]:
+                raise psycopg.OperationalError("the server went away")
+            return self.answers[n]
+
+    async def main(first_fails: bool) -> list[int]:
+        started: list[int] = []
+        app = App()
+
+        @app.job("t.named")
+        async def named(ctx: JobContext) -> None:
+            started.append(ctx.job_id.int)
+
+        config = Config(max_global_concurrency=4, claims_in_flight=2)
+        worker = Worker(app, AsyncClient.__new__(AsyncClient), config)
+        earlier = [] if first_fails else [_claimed(100, 1, 1).job, _claimed(100, 2, 2).job]
+        later = [_claimed(100, 3, 3).job, _claimed(100, 4, 4).job]
+        claims = Ordered([earlier, later])
+        worker._claims = claims  # type: ignore[assignment]
+        worker._registered.set()
+        worker._start_claim(2, ["t.named"])
+        worker._start_claim(2, ["t.named"])
+        await asyncio.sleep(0)
+        claims.gates[1].set()  # the later claim answers first
+        await asyncio.sleep(0.01)
+        assert started == [], "the later claim's jobs started before the earlier claim answered"
+        assert {UUID(int=3), UUID(int=4)} <= set(worker._leases), "held jobs keep their leases"
+        assert worker._held_jobs == 2, "counted against the local queue's room while held"
+        claims.gates[0].set()
+        await asyncio.sleep(0.01)
+        return started
+
+    assert asyncio.run(main(first_fails=False)) == [1, 2, 3, 4]
+    assert asyncio.run(main(first_fails=True)) == [3, 4]
+
+
+def test_a_worker_of_one_slot_keeps_one_claim_out() -> None:
+    """Two overlapping claims split the next jobs as the server runs them, so the later jobs
+    may come first; a worker of one slot runs its jobs one after another in claim order, and
+    keeps one claim out whatever JOBS_CLAIMS_IN_FLIGHT says."""
+
+    async def main(slots: int) -> int:
+        held = _HeldClaims()
+        # claims of one job into a queue of 8: one claim out leaves the queue low enough
+        config = Config(max_global_concurrency=slots, prefetch=8, claim_batch_size=1)
+        worker = Worker(_app([]), AsyncClient.__new__(AsyncClient), config)
+        worker._claims = held  # type: ignore[assignment]
+        worker._claiming_on, worker._job_types = True, ["t.named"]
+        for _ in range(3):
+            worker.poke()
+        out = len(worker._claiming)
+        held.release.set()
+        await asyncio.sleep(0.01)
+        return out
+
+    assert Config().claims_in_flight == 2
+    assert asyncio.run(main(1)) == 1
+    assert asyncio.run(main(4)) == 2

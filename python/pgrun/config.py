@@ -48,7 +48,9 @@ class Config:
     #: which a worker of slow handlers seldom sees. It fills the database's idle time between
     #: one claim's answer and the next; each claim walks past the rows the other holds
     #: (docs/performance.md, seventeenth pass: +3-19 % jobs/s and +4 % server CPU a job on a
-    #: 2-core machine running both). Each takes a connection of the claims pool.
+    #: 2-core machine running both). Two claims out may start jobs of equal rank out of
+    #: order by up to a claim's worth; a worker of one slot keeps one claim out. Each takes
+    #: a connection of the claims pool.
     claims_in_flight: int = 2
     lease_ttl_seconds: int = 30
     max_global_concurrency: int = 10

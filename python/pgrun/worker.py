@@ -258,6 +258,19 @@ class Worker:
         #: Claims in flight and how many jobs each asked for; their total.
         self._claiming: dict[asyncio.Task[None], int] = {}
         self._asked = 0
+        #: Each claim in flight's number, counted up as they are sent; the jobs of a claim that
+        #: answered while an earlier one was still out, by its number, and how many they are
+        #: (``_release_held``: they join the local queue once the earlier ones have answered).
+        self._claim_order: dict[asyncio.Task[None], int] = {}
+        self._claims_sent = 0
+        self._held: dict[int, list[_Running]] = {}
+        self._held_jobs = 0
+        #: How many claims may be out at once: JOBS_CLAIMS_IN_FLIGHT, but one for a worker of
+        #: one slot, which runs its jobs one after another in claim order. Two claims out at
+        #: once split the next jobs between them as the server runs them, and the one that
+        #: answers first (held back while a claim sent before it is out) may bring the later
+        #: ones: with several slots those start side by side anyway.
+        self._claims_limit = config.claims_in_flight if self.slots > 1 else 1
         #: The job types claims ask for, and whether a poke may start a claim itself: from the
         #: claim loop's start until the stop event is set (or the loop ends).
         self._job_types: list[str] = []
@@ -442,14 +455,14 @@ class Worker:
         are down to half the bound (or fewer than the free slots), jobs may be ready, and no
         failed claim's back-off is running. It asks for the room left: the slots plus the
         bound, minus the running, waiting and asked-for jobs, at most the claim batch size."""
-        if len(self._claiming) >= self.config.claims_in_flight or not self._maybe_ready:
+        if len(self._claiming) >= self._claims_limit or not self._maybe_ready:
             return 0
         if self._claim_retry_at:
             if time.monotonic() < self._claim_retry_at:
                 return 0
             self._claim_retry_at = 0.0
         bound = self._queue_bound()
-        coming = len(self._queue) + self._asked
+        coming = len(self._queue) + self._asked + self._held_jobs
         room = self.slots + bound - len(self._handlers) - coming
         refill = coming <= bound // 2 or coming < self.slots - len(self._handlers)
         return min(room, self.config.claim_batch_size) if room > 0 and refill else 0
@@ -458,13 +471,20 @@ class Worker:
         busy = bool(self._handlers or self._queue)
         task = asyncio.create_task(self._claim(wanted, job_types, self._pokes, busy))
         self._claiming[task] = wanted
+        self._claim_order[task] = self._claims_sent
+        self._claims_sent += 1
         self._asked += wanted
 
     async def _claim(self, wanted: int, job_types: list[str], pokes: int, busy: bool) -> None:
         """One claim_jobs call: its jobs join the local queue in claim order and start while
-        slots are free. A failed call sets the back-off the claim loop waits out. ``busy``:
-        handlers ran or jobs waited when it was sent."""
+        slots are free; if an earlier claim is still out, they wait for its answer
+        (``_release_held``), so that claims answering out of order start their jobs in claim
+        order. A failed call sets the back-off the claim loop waits out. ``busy``: handlers
+        ran or jobs waited when it was sent."""
         started = time.perf_counter()
+        task = cast("asyncio.Task[None]", asyncio.current_task())
+        number = self._claim_order[task]
+        jobs: list[ClaimedJob] | None = None
         try:
             jobs = await self._claims.claim_jobs(
                 self.config.worker_id,
@@ -477,24 +497,45 @@ class Worker:
             log.warning("claim failed (%s); retrying in %.1fs", exc, self._claim_delay)
             self._claim_retry_at = time.monotonic() + self._claim_delay
             self._claim_delay = min(self._claim_delay * 2, RETRY_MAX)
-            return
         except Exception as exc:  # not the server's weather: the claim loop raises it
             self._claim_error = exc
-            return
         finally:
             self._asked -= wanted
-            del self._claiming[asyncio.current_task()]  # type: ignore[arg-type]
+            del self._claiming[task]
+            del self._claim_order[task]
             self._wake.set()
             self.claimed_once.set()
-        self._claim_delay = RETRY_MIN
-        self._metrics.claimed(jobs, time.perf_counter() - started)
-        # A short claim means the ready set is drained (for us), unless news came meanwhile.
-        if len(jobs) < wanted and self._pokes == pokes:
-            self._maybe_ready = False
-        if jobs:
-            self._claimed_while_busy(busy, len(jobs) == wanted)
-            self._enqueue_local([_Running(job) for job in jobs])
-            self._dispatch()
+        if jobs is not None:
+            self._claim_delay = RETRY_MIN
+            self._metrics.claimed(jobs, time.perf_counter() - started)
+            # A short claim means the ready set is drained (for us), unless news came meanwhile.
+            if len(jobs) < wanted and self._pokes == pokes:
+                self._maybe_ready = False
+            if jobs:
+                self._claimed_while_busy(busy, len(jobs) == wanted)
+                held = [_Running(job) for job in jobs]
+                for running in held:  # heartbeated from now on, queued or held
+                    self._leases[running.job.job_id] = running
+                self._held[number] = held
+                self._held_jobs += len(held)
+        self._release_held()
+
+    def _release_held(self) -> None:
+        """Queue the held claims' jobs that no claim still out precedes, in the order the
+        claims were sent, and start what the slots allow. A job the heartbeat took out
+        while it was held (a cancel, a lost lease: ``waiting`` cleared) is left out."""
+        if not self._held:
+            return
+        first_out = min(self._claim_order.values(), default=None)
+        for number in sorted(self._held):
+            if first_out is not None and number > first_out:
+                break
+            held = self._held.pop(number)
+            self._held_jobs -= len(held)
+            waiting = [running for running in held if running.waiting]
+            if waiting:
+                self._enqueue_local(waiting)
+        self._dispatch()
 
     def _claimed_while_busy(self, busy: bool, full: bool) -> None:
         """Start-up. A full claim sent while the worker had work, that comes back to an
@@ -1213,6 +1254,8 @@ class Worker:
             for task in [task for task in self._claiming if task.done()]:
                 # only a claim task cancelled before it ever ran is still listed
                 self._asked -= self._claiming.pop(task)
+                self._claim_order.pop(task, None)
+            self._release_held()
         # Jobs claimed ahead and not started go back to the queue at once (another worker may
         # take them now), not when their leases would have expired.
         waiting = list(self._queue)
