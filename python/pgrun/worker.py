@@ -259,12 +259,11 @@ class Worker:
         self._claiming: dict[asyncio.Task[None], int] = {}
         self._asked = 0
         #: Each claim in flight's number, counted up as they are sent; the jobs of a claim that
-        #: answered while an earlier one was still out, by its number, and how many they are
-        #: (``_release_held``: they join the local queue once the earlier ones have answered).
+        #: answered while an earlier one was still out, by its number (``_release_held``: they
+        #: join the local queue once the earlier ones have answered).
         self._claim_order: dict[asyncio.Task[None], int] = {}
         self._claims_sent = 0
         self._held: dict[int, list[_Running]] = {}
-        self._held_jobs = 0
         #: How many claims may be out at once: JOBS_CLAIMS_IN_FLIGHT, but one for a worker of
         #: one slot, which runs its jobs one after another in claim order. Two claims out at
         #: once split the next jobs between them as the server runs them, and the one that
@@ -517,8 +516,12 @@ class Worker:
                 for running in held:  # heartbeated from now on, queued or held
                     self._leases[running.job.job_id] = running
                 self._held[number] = held
-                self._held_jobs += len(held)
         self._release_held()
+
+    @property
+    def _held_jobs(self) -> int:
+        """How many jobs the held claims brought (counted against the local queue's room)."""
+        return sum(len(held) for held in self._held.values())
 
     def _release_held(self) -> None:
         """Queue the held claims' jobs that no claim still out precedes, in the order the
@@ -530,9 +533,7 @@ class Worker:
         for number in sorted(self._held):
             if first_out is not None and number > first_out:
                 break
-            held = self._held.pop(number)
-            self._held_jobs -= len(held)
-            waiting = [running for running in held if running.waiting]
+            waiting = [running for running in self._held.pop(number) if running.waiting]
             if waiting:
                 self._enqueue_local(waiting)
         self._dispatch()
