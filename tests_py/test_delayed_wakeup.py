@@ -148,3 +148,42 @@ def test_a_due_time_timer_never_fires_before_the_job_is_due(event_loop: str) -> 
     early = [t for t in late if t < 0]
     assert not early, f"{len(early)} of {len(late)} claimed early, by up to {-min(early) * 1000:.2f} ms"
     assert max(late) < 0.05
+
+
+def test_a_reconnected_listener_leaves_no_ask_running_at_shutdown(
+    db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each (re)connect of the listener asks pgrun.next_run_at; an ask still out from an
+    earlier connection is stopped with the worker, not left running past it."""
+    app = noting_app("t.asks", {})
+    asks: list[asyncio.Task[Any]] = []
+
+    async def hanging_answer(self: AsyncClient, *args: Any, **kwargs: Any) -> Any:
+        task = asyncio.current_task()
+        assert task is not None
+        asks.append(task)
+        await asyncio.Event().wait()  # never answers
+
+    monkeypatch.setattr(AsyncClient, "next_run_at", hanging_answer)
+    ended_when_run_ended: list[bool] = []
+    run = Worker.run
+
+    async def noting_run(self: Worker, stop: asyncio.Event) -> None:
+        await run(self, stop)
+        ended_when_run_ended.extend(task.done() for task in asks)
+
+    monkeypatch.setattr(Worker, "run", noting_run)
+
+    def reconnected(_client: Any) -> bool:
+        if len(asks) == 1:  # listening, its ask out: drop the listener's connection
+            with psycopg.connect(db, autocommit=True) as conn:
+                conn.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                    " WHERE query = 'LISTEN pgrun_jobs' AND pid <> pg_backend_pid()"
+                )
+        return len(asks) >= 2
+
+    run_worker_until(app, fast_config(db, poll_interval_ms=60_000), reconnected, timeout=20)
+    assert len(asks) == 2
+    # (the event loop cancels what is left when it closes: this is what Worker.run left)
+    assert ended_when_run_ended == [True, True]

@@ -288,7 +288,9 @@ class Worker:
         #: (time.monotonic()) of its timer: when that fires, the next one is asked for (_wake_at_next_run).
         self._asked_run_at: datetime | None = None
         self._asked_at: float | None = None
-        self._ask_task: asyncio.Task[None] | None = None
+        #: The pgrun.next_run_at asks out (``_ask_next_run``): a reconnect or a timer may start
+        #: one while an earlier one is still out; the shutdown stops them all.
+        self._asks: set[asyncio.Task[None]] = set()
         self._stopping = False
         #: The definitions are registered: claimed jobs may start, the listener connects
         #: (``_register``).
@@ -364,8 +366,7 @@ class Worker:
             stop_waiter.cancel()
             await self._shutdown()
             helpers += self._parked_tasks
-            if self._ask_task is not None:
-                helpers.append(self._ask_task)
+            helpers += self._asks
             for task in helpers:
                 task.cancel()
             await asyncio.gather(*helpers, return_exceptions=True)
@@ -1083,7 +1084,7 @@ class Worker:
         self._arm_due_timer(loop)
         if self._asked_at is not None and self._asked_at <= now:
             self._asked_at = None
-            self._ask_task = asyncio.create_task(self._wake_at_next_run())
+            self._ask_next_run()
 
     # -- leases --------------------------------------------------------------------------
 
@@ -1202,7 +1203,7 @@ class Worker:
                     self.poke()  # anything enqueued while we were not listening
                     self._asked_run_at = None
                     # and what comes due later, asked beside the notifications, not before them
-                    self._ask_task = asyncio.create_task(self._wake_at_next_run())
+                    self._ask_next_run()
                     async for note in conn.notifies():
                         # "<queue>": jobs ready now; "<queue> <unix ms>": delayed jobs due then
                         queue, _, due = note.payload.partition(" ")
@@ -1221,6 +1222,13 @@ class Worker:
                 log.warning("listener connection lost (%s); reconnecting in %.1fs", exc, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, RETRY_MAX)
+
+    def _ask_next_run(self) -> None:
+        """Ask pgrun.next_run_at in a task of its own (``_wake_at_next_run``), kept in
+        ``_asks`` until it ends."""
+        task = asyncio.create_task(self._wake_at_next_run())
+        self._asks.add(task)
+        task.add_done_callback(self._asks.discard)
 
     async def _wake_at_next_run(self) -> None:
         """A timer for the earliest delayed job this worker may claim (pgrun.next_run_at), asked
