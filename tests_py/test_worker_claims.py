@@ -294,7 +294,8 @@ def test_a_poke_starts_the_claim_itself_while_the_worker_claims() -> None:
         worker._claiming_on, worker._job_types = True, ["t.named"]  # what run() sets up
         worker._maybe_ready = False  # the last claim came back short: only news claims again
         worker.poke()
-        assert list(worker._claiming.values()) == [8], "claimed in the poke: 4 slots + 4 held"
+        asked = [out.wanted for out in worker._claiming.values()]
+        assert asked == [8], "claimed in the poke: 4 slots + 4 held"
         await asyncio.sleep(0)
         assert held.calls == [8], "sent on the next pass of the event loop"
         worker.poke()

@@ -102,7 +102,7 @@ from collections.abc import Callable, Iterable
 from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal, cast
+from typing import Any, Literal, NamedTuple, cast
 from uuid import UUID
 
 import psycopg
@@ -176,6 +176,14 @@ class _Running:
     lost: bool = False
     #: Claimed but its handler not started yet: it waits in the local queue.
     waiting: bool = True
+
+
+class _ClaimOut(NamedTuple):
+    """A claim in flight: how many jobs it asked for, and its number (claims are numbered as
+    they are sent, and their jobs start in that order: ``_release_held``)."""
+
+    wanted: int
+    number: int
 
 
 @dataclass
@@ -255,13 +263,12 @@ class Worker:
         #: How many times ``poke`` was called: a claim that comes back short after news
         #: arrived does not conclude that nothing is ready.
         self._pokes = 0
-        #: Claims in flight and how many jobs each asked for; their total.
-        self._claiming: dict[asyncio.Task[None], int] = {}
+        #: Claims in flight, each with how many jobs it asked for and its number; the jobs
+        #: asked for in all. The jobs of a claim that answered while an earlier one was still
+        #: out wait by its number (``_release_held``: they join the local queue once the
+        #: earlier ones have answered).
+        self._claiming: dict[asyncio.Task[None], _ClaimOut] = {}
         self._asked = 0
-        #: Each claim in flight's number, counted up as they are sent; the jobs of a claim that
-        #: answered while an earlier one was still out, by its number (``_release_held``: they
-        #: join the local queue once the earlier ones have answered).
-        self._claim_order: dict[asyncio.Task[None], int] = {}
         self._claims_sent = 0
         self._held: dict[int, list[_Running]] = {}
         #: How many claims may be out at once: JOBS_CLAIMS_IN_FLIGHT, but one for a worker of
@@ -470,8 +477,7 @@ class Worker:
     def _start_claim(self, wanted: int, job_types: list[str]) -> None:
         busy = bool(self._handlers or self._queue)
         task = asyncio.create_task(self._claim(wanted, job_types, self._pokes, busy))
-        self._claiming[task] = wanted
-        self._claim_order[task] = self._claims_sent
+        self._claiming[task] = _ClaimOut(wanted, self._claims_sent)
         self._claims_sent += 1
         self._asked += wanted
 
@@ -483,7 +489,7 @@ class Worker:
         ran or jobs waited when it was sent."""
         started = time.perf_counter()
         task = cast("asyncio.Task[None]", asyncio.current_task())
-        number = self._claim_order[task]
+        number = self._claiming[task].number
         jobs: list[ClaimedJob] | None = None
         try:
             jobs = await self._claims.claim_jobs(
@@ -502,7 +508,6 @@ class Worker:
         finally:
             self._asked -= wanted
             del self._claiming[task]
-            del self._claim_order[task]
             self._wake.set()
             self.claimed_once.set()
         if jobs is not None:
@@ -530,7 +535,7 @@ class Worker:
         while it was held (a cancel, a lost lease: ``waiting`` cleared) is left out."""
         if not self._held:
             return
-        first_out = min(self._claim_order.values(), default=None)
+        first_out = min((out.number for out in self._claiming.values()), default=None)
         for number in sorted(self._held):
             if first_out is not None and number > first_out:
                 break
@@ -1262,8 +1267,7 @@ class Worker:
             await asyncio.wait(set(self._claiming))
             for task in [task for task in self._claiming if task.done()]:
                 # only a claim task cancelled before it ever ran is still listed
-                self._asked -= self._claiming.pop(task)
-                self._claim_order.pop(task, None)
+                self._asked -= self._claiming.pop(task).wanted
             self._release_held()
         # Jobs claimed ahead and not started go back to the queue at once (another worker may
         # take them now), not when their leases would have expired.
