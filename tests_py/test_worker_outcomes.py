@@ -715,3 +715,36 @@ def test_a_stopping_worker_waits_for_its_flush_in_flight_then_writes_what_came_a
         jobs = [client.get_job(job_id) for job_id in ids]
     assert sent == [1, 1]
     assert [(j["status"], j["total_attempts"]) for j in jobs] == [("succeeded", 1)] * 2
+
+
+def test_flushes_one_after_another_reach_one_backend(db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker writes its outcomes through a connection it keeps: flushes that follow one
+    another reach one backend, not each the pool's next connection in turn (the pool holds
+    several here: the definitions' upsert, the reaper and the listener's ask took theirs)."""
+    from pgrun import client as client_module
+
+    backends: list[int] = []
+    run_on = client_module._run_on_async
+
+    async def noting_run_on(conn: psycopg.AsyncConnection[Any], call: Any) -> Any:
+        if "complete_jobs" in call.query:
+            backends.append(conn.info.backend_pid)
+        return await run_on(conn, call)
+
+    monkeypatch.setattr(client_module, "_run_on_async", noting_run_on)
+    app = App()
+
+    @app.job("t.flush")
+    async def noop(ctx: JobContext) -> None:
+        return None
+
+    def enqueue_one_at_a_time(client: Client) -> bool:
+        # each job alone, after the last one's flush: one flush each
+        if len(backends) < 6:
+            client.enqueue_job("t.flush", payload={"n": len(backends)})
+            time.sleep(0.05)
+            return False
+        return True
+
+    run_worker_until(app, fast_config(db), enqueue_one_at_a_time, timeout=20)
+    assert len(set(backends)) == 1, f"flushes reached backends {backends}"

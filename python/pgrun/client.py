@@ -1802,7 +1802,8 @@ class AsyncClient:
 class KeepingAsyncClient(AsyncClient):
     """An AsyncClient that keeps one connection, its last call's, instead of handing it back
     to the pool: the next call skips the pool's lending and return, ~0.05 ms each on an idle
-    machine (the worker's NOTIFY -> claim path goes through it). A call made while the kept
+    machine, and calls one after another reach one backend (the worker's claims and
+    heartbeats go through one, its outcome writes through another). A call made while the kept
     connection is in use takes one from the pool and gives it back as usual, so the pool lends
     at most one connection more than before. The kept connection goes back to the pool when it
     sat unused for ``CHECK_IDLE_SECONDS`` (the next call then takes one through the pool's own

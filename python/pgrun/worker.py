@@ -319,6 +319,11 @@ class Worker:
         #: connections that commit without waiting for the WAL flush, opened by ``run``; while
         #: it runs, through a KeepingAsyncClient (a claim reuses the last claim's connection).
         self._claims = client
+        #: Where outcomes are written (completions, failures, continuations): ``client``, or
+        #: while ``run`` runs a KeepingAsyncClient on its pool, so that flushes, one after
+        #: another, go to one backend instead of rotating over the pool's (jobs/s 1.03x,
+        #: docs/performance.md, eighteenth pass); parked writes beside a flush take another.
+        self._writes = client
         metrics.watch_buffer(self._unwritten)
 
     # -- public --------------------------------------------------------------------------
@@ -355,6 +360,8 @@ class Worker:
         if isinstance(claims_on, AsyncConnectionPool):
             # claims and heartbeats keep their connections between calls (KeepingAsyncClient)
             self._claims = KeepingAsyncClient(claims_on)
+        if isinstance(getattr(self.client, "pool", None), AsyncConnectionPool):
+            self._writes = KeepingAsyncClient(self.client.pool)
         helpers = [
             # the first claim is sent while the definitions register; no handler starts before
             asyncio.create_task(self._register(stop), name="pgrun-register"),
@@ -379,6 +386,9 @@ class Worker:
             await asyncio.gather(*helpers, return_exceptions=True)
             if isinstance(self._claims, KeepingAsyncClient):
                 await self._claims.release()
+            if isinstance(self._writes, KeepingAsyncClient):
+                await self._writes.release()
+            self._writes = self.client
             self._claims = self.client
             if claims_pool is not None:
                 await claims_pool.close()
@@ -816,7 +826,7 @@ class Worker:
         triples = [(o.running.job.job_id, o.running.job.lease_token, o.result) for o in outcomes]
         try:
             # Only the jobs that did not succeed come back (complete_jobs answers each job)
-            rows = await self.client.complete_jobs(triples, succeeded_rows=False)
+            rows = await self._writes.complete_jobs(triples, succeeded_rows=False)
         except Exception as exc:
             await self._split(self._complete, outcomes, exc, pending, self._completion_refused)
             return
@@ -824,7 +834,7 @@ class Worker:
 
     async def _fail(self, outcomes: list[_Outcome], pending: _Pending) -> None:
         try:
-            rows = await self.client.fail_jobs([o.failure for o in outcomes if o.failure])
+            rows = await self._writes.fail_jobs([o.failure for o in outcomes if o.failure])
         except Exception as exc:
             await self._split(self._fail, outcomes, exc, pending, self._failure_refused)
             return
@@ -930,7 +940,7 @@ class Worker:
         job, follow_up = outcome.running.job, outcome.follow_up
         assert follow_up is not None
         try:
-            result = await self.client.continue_job(
+            result = await self._writes.continue_job(
                 job.job_id,
                 job.lease_token,
                 follow_up.step,
