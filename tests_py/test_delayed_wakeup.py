@@ -179,7 +179,8 @@ def test_a_reconnected_listener_leaves_no_ask_running_at_shutdown(
             with psycopg.connect(db, autocommit=True) as conn:
                 conn.execute(
                     "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                    " WHERE query = 'LISTEN pgrun_jobs' AND pid <> pg_backend_pid()"
+                    " WHERE query = 'LISTEN pgrun_jobs' AND datname = current_database()"
+                    " AND pid <> pg_backend_pid()"
                 )
         return len(asks) >= 2
 
