@@ -34,6 +34,9 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+
 log = logging.getLogger("pgrun.config")
 
 
@@ -107,10 +110,44 @@ class Config:
         """Every lease is renewed three times per lease length."""
         return self.lease_ttl_seconds / 3
 
+    @property
+    def tcp_settings(self) -> dict[str, int]:
+        """libpq's TCP settings for the worker's, reaper's and scheduler's connections, unless
+        DATABASE_URL names any of them (then it has them all its own way): keepalive probes
+        after a few seconds of silence and a ``tcp_user_timeout``, so that a connection whose
+        peer vanished without a reset (a host gone, a network partition, a firewall or NAT
+        that dropped the flow) fails within a quarter to two fifths of the lease, at most
+        ``TCP_DEAD_AFTER_MAX`` seconds, instead of when the kernel's defaults give up (a call
+        waiting on its answer: over two hours). A claim or heartbeat waiting on such a
+        connection then fails and is retried on another (tests_py/test_worker_partition.py).
+        A live server's kernel answers the probes even while a statement runs for long; on a
+        Unix socket libpq ignores them."""
+        idle = min(max(1, self.lease_ttl_seconds // 6), 10)
+        interval = min(max(1, self.lease_ttl_seconds // 15), 5)
+        settings = {
+            "keepalives": 1,
+            "keepalives_idle": idle,
+            "keepalives_interval": interval,
+            "keepalives_count": TCP_KEEPALIVE_PROBES,
+            # with keepalives on, Linux gives a connection up when this runs out (data sent
+            # and not acknowledged, or probes not answered), so the two agree
+            "tcp_user_timeout": (idle + TCP_KEEPALIVE_PROBES * interval) * 1000,
+        }
+        try:
+            named = conninfo_to_dict(self.database_url)
+        except psycopg.ProgrammingError:  # the pool reports a malformed DATABASE_URL itself
+            named = {}
+        return {} if named.keys() & settings.keys() else settings
+
     def with_overrides(self, **changes: object) -> Config:
         """A copy with some fields replaced, clamped like the environment's values."""
         return _clamped(replace(self, **changes))  # type: ignore[arg-type]
 
+
+#: Config.tcp_settings: unanswered keepalive probes before a connection is given up, and the
+#: longest it takes to give up a connection whose peer vanished (seconds).
+TCP_KEEPALIVE_PROBES = 3
+TCP_DEAD_AFTER_MAX = 10 + TCP_KEEPALIVE_PROBES * 5
 
 # variable, field, minimum, maximum
 _INTEGERS: tuple[tuple[str, str, int, int], ...] = (

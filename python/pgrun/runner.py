@@ -115,7 +115,8 @@ async def _run_loops(
         config.database_url,
         min_size=1,
         max_size=pool_size(config, len(loops)),
-        kwargs={"autocommit": True},
+        # the TCP settings: a connection whose peer vanished fails in seconds (Config.tcp_settings)
+        kwargs={"autocommit": True, **config.tcp_settings},
         configure=configure_async_connection,
         # No per-checkout check: it costs a round trip before every claim and flush (as much
         # as the claim itself, measured with bench/peers). A connection the server dropped

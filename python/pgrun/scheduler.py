@@ -523,7 +523,7 @@ async def serve(
         config.database_url,
         min_size=1,
         max_size=2,
-        kwargs={"autocommit": True},
+        kwargs={"autocommit": True, **config.tcp_settings},
         configure=configure_async_connection,
         timeout=10,
         open=False,

@@ -1210,8 +1210,9 @@ class Worker:
         delay = RETRY_MIN
         while True:
             try:
+                tcp: dict[str, Any] = self.config.tcp_settings
                 async with await psycopg.AsyncConnection.connect(
-                    self.config.database_url, autocommit=True
+                    self.config.database_url, autocommit=True, **tcp
                 ) as conn:
                     await conn.execute(q.LISTEN)
                     delay = RETRY_MIN

@@ -1,0 +1,236 @@
+"""A worker's connection whose peer vanishes without a reset fails in seconds, not hours.
+
+The loops' connections carry libpq's TCP keepalive settings and a tcp_user_timeout
+(Config.tcp_settings). The first test reads them off the sockets. The second cuts a real
+connection in the kernel: `pgrun worker` runs in a network namespace of its own
+(tests_py/partitioned_worker.py) and a claim's connection is blackholed by routing rules while
+the claim waits for its answer; no probe is answered and nothing is acknowledged, as when the
+server's host or the network between them is gone. Without the settings the claim waits until
+the kernel's defaults give up (over two hours), and the jobs of the claims sent after it wait
+behind it, heartbeated, so they never expire either.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg_pool import AsyncConnectionPool
+
+from partitioned_worker import pump
+from pgrun import runner
+from pgrun.client import AsyncClient, Client
+from pgrun.config import Config
+from pgrun.worker import async_commit_pool
+
+TESTS = Path(__file__).resolve().parent
+
+SOCKET_OPTIONS = {
+    "keepalives": (socket.SOL_SOCKET, socket.SO_KEEPALIVE),
+    "keepalives_idle": (socket.IPPROTO_TCP, socket.TCP_KEEPIDLE),
+    "keepalives_interval": (socket.IPPROTO_TCP, socket.TCP_KEEPINTVL),
+    "keepalives_count": (socket.IPPROTO_TCP, socket.TCP_KEEPCNT),
+    "tcp_user_timeout": (socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT),
+}
+
+
+def socket_settings(fileno: int) -> dict[str, int]:
+    sock = socket.socket(fileno=os.dup(fileno))
+    try:
+        return {name: sock.getsockopt(*option) for name, option in SOCKET_OPTIONS.items()}
+    finally:
+        sock.close()
+
+
+class Probe:
+    """A loop for runner.run_loops that reads the TCP settings of a connection of the runner's
+    pool and of the worker's claims pool made from it, then stops the run."""
+
+    def __init__(self, client: AsyncClient, config: Config) -> None:
+        self.client = client
+        self.seen: dict[str, dict[str, int]] = {}
+
+    async def run(self, stop: asyncio.Event) -> None:
+        async with self.client.pool.connection() as conn:
+            self.seen["pool"] = socket_settings(conn.fileno())
+        claims = async_commit_pool(self.client.pool)
+        assert isinstance(claims, AsyncConnectionPool)
+        async with claims, claims.connection() as conn:
+            self.seen["claims"] = socket_settings(conn.fileno())
+        stop.set()
+
+
+def probed(config: Config) -> dict[str, dict[str, int]]:
+    """The TCP settings of the connections runner.run_loops opens for ``config``."""
+    probes: list[Probe] = []
+
+    def build(client: AsyncClient, config: Config) -> Probe:
+        probes.append(Probe(client, config))
+        return probes[-1]
+
+    asyncio.run(runner.run_loops([("probe", build)], config))
+    return probes[0].seen
+
+
+@pytest.mark.parametrize(("lease", "given_up_ms"), [(10, 4000), (30, 11000), (86_400, 25_000)])
+def test_the_loops_connections_carry_the_tcp_settings(db: str, lease: int, given_up_ms: int) -> None:
+    config = Config(database_url=db, lease_ttl_seconds=lease)
+    seen = probed(config)
+    assert seen["pool"]["tcp_user_timeout"] == given_up_ms
+    assert seen["pool"]["keepalives"] == 1
+    assert seen == {"pool": config.tcp_settings, "claims": config.tcp_settings}
+
+
+def test_a_database_url_that_names_a_tcp_setting_keeps_its_own(db: str) -> None:
+    config = Config(database_url=make_conninfo(db, keepalives_idle=7))
+    assert config.tcp_settings == {}
+    seen = probed(config)["pool"]
+    assert seen["keepalives_idle"] == 7
+    assert seen["tcp_user_timeout"] == 0  # libpq's default: the kernel's
+
+
+# -- a real partition ------------------------------------------------------------------------
+
+
+def unshare_command() -> list[str] | None:
+    """How to run a command in a network namespace of its own (and be root there), or None."""
+    if shutil.which("unshare") is None or shutil.which("ip") is None:
+        return None
+    for command in (["unshare", "--net"], ["unshare", "--net", "--map-root-user"]):
+        probe = subprocess.run(
+            [*command, "ip", "rule", "add", "pref", "10", "ipproto", "tcp", "dport", "1", "blackhole"],
+            capture_output=True,
+        )
+        if probe.returncode == 0:
+            return command
+    return None
+
+
+class UnixBridge:
+    """A Unix socket that carries each connection to the server's TCP address: the namespaced
+    worker's way out."""
+
+    def __init__(self, path: Path, dsn: str) -> None:
+        params = conninfo_to_dict(dsn)
+        self.path = path
+        self.host = str(params.get("host") or "127.0.0.1")
+        self.port = int(params.get("port") or 5432)
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+
+    def __enter__(self) -> UnixBridge:
+        self.thread.start()
+        asyncio.run_coroutine_threadsafe(
+            asyncio.start_unix_server(self.connection, str(self.path)), self.loop
+        ).result(10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+    async def connection(self, client_in: asyncio.StreamReader, client_out: asyncio.StreamWriter) -> None:
+        server_in, server_out = await asyncio.open_connection(self.host, self.port)
+        back = asyncio.create_task(pump(server_in, client_out))
+        try:
+            await pump(client_in, server_out)
+        finally:
+            back.cancel()
+            server_out.close()
+
+
+@pytest.fixture
+def unshare() -> list[str]:
+    command = unshare_command()
+    if command is None:
+        pytest.skip("needs unshare and ip, and the right to make a network namespace")
+    return command
+
+
+@pytest.fixture
+def workdir() -> Iterator[Path]:
+    # a short path: a Unix socket's path is limited to about 100 bytes
+    path = Path(tempfile.mkdtemp(prefix="pgrun-part-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def wait_for(condition: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def test_a_claim_whose_connection_vanishes_fails_and_the_worker_goes_on(
+    db: str, unshare: list[str], workdir: Path
+) -> None:
+    handler_log, worker_log = workdir / "handler.log", workdir / "worker.log"
+    armed, cut = workdir / "armed", workdir / "cut"
+
+    def started() -> Counter[str]:
+        lines = handler_log.read_text().splitlines() if handler_log.exists() else []
+        return Counter(line.split()[0] for line in lines if line.split()[1] == "start")
+
+    with UnixBridge(workdir / "pg.sock", db), worker_log.open("wb") as output:
+        worker = subprocess.Popen(
+            [
+                *unshare,
+                sys.executable,
+                "partitioned_worker.py",
+                str(workdir / "pg.sock"),
+                str(armed),
+                str(cut),
+            ],
+            cwd=TESTS,
+            env={
+                **os.environ,
+                "DATABASE_URL": db,
+                "JOBS_WORKER_ID": "partitioned",
+                # the shortest lease: a vanished peer is given up after 1 s + 3 x 1 s
+                "JOBS_LEASE_TTL_SECONDS": "10",
+                "JOBS_POLL_INTERVAL_MS": "100",
+                "JOBS_REAPER_INTERVAL_SECONDS": "3600",
+            },
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            with Client.connect(db) as client:
+                first = client.enqueue_job("test.sleep", {"log": str(handler_log), "name": "first"}).job_id
+                wait_for(lambda: client.get_job(first)["status"] == "succeeded", 30, "the first job")
+                armed.touch()
+                ids = [
+                    client.enqueue_job("test.sleep", {"log": str(handler_log), "name": f"job{n}"}).job_id
+                    for n in range(20)
+                ]
+                cut_at = time.monotonic()
+                wait_for(cut.exists, 10, "a claim to be cut")
+                wait_for(
+                    lambda: all(client.get_job(job_id)["status"] == "succeeded" for job_id in ids),
+                    30,
+                    "every job after the cut",
+                )
+                took = time.monotonic() - cut_at
+        finally:
+            worker.kill()
+            worker.wait(10)
+    log = worker_log.read_text()
+    assert "claim failed" in log, log
+    assert started() == Counter({f"job{n}": 1 for n in range(20)} | {"first": 1})
+    # given up by the kernel's probes (4 s), not by the reaper (it does not run) or a lease
+    assert took < 10 + 4, took
