@@ -574,9 +574,8 @@ class Worker:
     def _enqueue_local(self, claimed: list[_Running]) -> None:
         """Put claimed jobs in the local queue, which stays in claim order (priority, run_at,
         id): a claim that answers before an earlier one, or brings a job of better priority
-        than those waiting, is merged in, not appended."""
-        for running in claimed:
-            self._leases[running.job.job_id] = running
+        than those waiting, is merged in, not appended. Their leases are held already
+        (``_claim`` holds them when the claim answers)."""
         if self._queue and _claim_order(claimed[0]) < _claim_order(self._queue[-1]):
             self._queue = deque(heapq.merge(self._queue, claimed, key=_claim_order))
         else:
