@@ -1,7 +1,7 @@
 """`pgrun worker worker_apps:app` in a network namespace of its own, for
 tests_py/test_worker_partition.py. Run it under ``unshare --net`` (cwd tests_py/):
 
-    python partitioned_worker.py <unix socket> <armed file> <cut file> [pgrun worker options]
+    python partitioned_worker.py <unix socket> <armed file> <cut file> claim|heartbeat [options]
 
 The namespace has nothing but its loopback. A forwarder listens there on TCP and carries each
 connection to ``<unix socket>`` (the test's bridge to the server: Unix sockets live in the file
@@ -9,13 +9,14 @@ system, which the namespaces share), and the worker connects to the forwarder, s
 between them crosses the kernel's TCP. DATABASE_URL names the database; its host and port are
 replaced with the forwarder's.
 
-Once ``<armed file>`` exists, the first claim the forwarder sees (data from a connection of the
-worker's claims pool, whose start-up packet asks for synchronous_commit=off, that carries the
-app's job types: heartbeats carry leases only) is cut as a vanished peer would cut it: the
-forwarder stops reading it (the claim never reaches the server) and routing rules blackhole
-the connection's port, so the kernel drops its packets, keepalive probes and their answers
-included, and acknowledges nothing. Other connections, and new ones, still work. The cut
-connection's port is written to ``<cut file>``.
+Once ``<armed file>`` exists, the first claim (or heartbeat) the forwarder sees is cut as a
+vanished peer would cut it: the forwarder stops reading its connection (the call never reaches
+the server) and routing rules blackhole the connection's port, so the kernel drops its packets,
+keepalive probes and their answers included, and acknowledges nothing. Other connections, and
+new ones, still work. The cut connection's port is written to ``<cut file>``. Claims and
+heartbeats are the calls on the worker's claims pool (its start-up packet asks for
+synchronous_commit=off) that carry the worker's id (JOBS_WORKER_ID); a claim carries the app's
+job types too, a heartbeat leases only.
 """
 
 from __future__ import annotations
@@ -40,10 +41,12 @@ def ip(*args: str) -> None:
 
 
 class Forwarder:
-    def __init__(self, socket_path: str, armed: Path, cut: Path) -> None:
+    def __init__(self, socket_path: str, armed: Path, cut: Path, kind: str, worker_id: bytes) -> None:
         self.socket_path = socket_path
         self.armed = armed
         self.cut = cut
+        self.kind = kind
+        self.worker_id = worker_id
         self.done = False
         self.port = 0
 
@@ -61,7 +64,7 @@ class Forwarder:
         try:
             while chunk := await client_in.read(65536):
                 claims_pool = claims_pool or CLAIMS_POOL in chunk
-                if claims_pool and JOB_TYPE in chunk and not self.done and self.armed.exists():
+                if claims_pool and self.is_target(chunk):
                     self.done = True
                     self.blackhole(port)
                     await asyncio.Event().wait()  # never read from it again
@@ -70,6 +73,11 @@ class Forwarder:
         finally:
             back.cancel()
             server_out.close()
+
+    def is_target(self, chunk: bytes) -> bool:
+        if self.done or self.worker_id not in chunk or not self.armed.exists():
+            return False
+        return (JOB_TYPE in chunk) == (self.kind == "claim")
 
     def blackhole(self, port: int) -> None:
         for direction in ("sport", "dport"):
@@ -92,12 +100,13 @@ def start_forwarder(forwarder: Forwarder) -> None:
 
 
 if __name__ == "__main__":
-    socket_path, armed, cut, *options = sys.argv[1:]
+    socket_path, armed, cut, kind, *options = sys.argv[1:]
     ip("link", "set", "lo", "up")
     # the blackhole rules go before the lookup of local addresses, which comes first by default
     ip("rule", "del", "pref", "0")
     ip("rule", "add", "pref", "100", "lookup", "local")
-    forwarder = Forwarder(socket_path, Path(armed), Path(cut))
+    worker_id = os.environ["JOBS_WORKER_ID"].encode()
+    forwarder = Forwarder(socket_path, Path(armed), Path(cut), kind, worker_id)
     start_forwarder(forwarder)
     dsn = conninfo_to_dict(os.environ["DATABASE_URL"])
     os.environ["DATABASE_URL"] = make_conninfo(**{**dsn, "host": "127.0.0.1", "port": str(forwarder.port)})

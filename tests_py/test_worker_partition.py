@@ -23,6 +23,8 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -160,12 +162,70 @@ def unshare() -> list[str]:
     return command
 
 
-@pytest.fixture
-def workdir() -> Iterator[Path]:
+@dataclass
+class Partitioned:
+    """A `pgrun worker` in a network namespace (tests_py/partitioned_worker.py): its handlers'
+    log, its own log, and the files that arm the cut and tell it happened."""
+
+    dir: Path
+
+    @property
+    def handler_log(self) -> Path:
+        return self.dir / "handler.log"
+
+    @property
+    def worker_log(self) -> Path:
+        return self.dir / "worker.log"
+
+    @property
+    def armed(self) -> Path:
+        return self.dir / "armed"
+
+    @property
+    def cut(self) -> Path:
+        return self.dir / "cut"
+
+    def started(self) -> Counter[str]:
+        """How many times each job's handler started (by the payload's name)."""
+        text = self.handler_log.read_text() if self.handler_log.exists() else ""
+        return Counter(line.split()[0] for line in text.splitlines() if line.split()[1] == "start")
+
+    def payload(self, name: str, **more: Any) -> dict[str, Any]:
+        return {"log": str(self.handler_log), "name": name, **more}
+
+
+@contextmanager
+def partitioned_worker(db: str, unshare: list[str], kind: str) -> Iterator[Partitioned]:
+    """Run the worker (the shortest lease, 10 s: a vanished peer is given up after 1 s + 3 x
+    1 s; the reaper every second) until the block ends; its first claim or heartbeat (``kind``)
+    after ``armed`` exists is cut."""
     # a short path: a Unix socket's path is limited to about 100 bytes
-    path = Path(tempfile.mkdtemp(prefix="pgrun-part-"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+    where = Partitioned(Path(tempfile.mkdtemp(prefix="pgrun-part-")))
+    socket_path = str(where.dir / "pg.sock")
+    try:
+        with UnixBridge(Path(socket_path), db), where.worker_log.open("wb") as output:
+            command = [sys.executable, "partitioned_worker.py", socket_path, str(where.armed), str(where.cut)]
+            worker = subprocess.Popen(
+                [*unshare, *command, kind],
+                cwd=TESTS,
+                env={
+                    **os.environ,
+                    "DATABASE_URL": db,
+                    "JOBS_WORKER_ID": "partitioned",
+                    "JOBS_LEASE_TTL_SECONDS": "10",
+                    "JOBS_POLL_INTERVAL_MS": "100",
+                    "JOBS_REAPER_INTERVAL_SECONDS": "1",
+                },
+                stdout=output,
+                stderr=subprocess.STDOUT,
+            )
+            try:
+                yield where
+            finally:
+                worker.kill()
+                worker.wait(10)
+    finally:
+        shutil.rmtree(where.dir, ignore_errors=True)
 
 
 def wait_for(condition: Any, timeout: float, what: str) -> None:
@@ -176,61 +236,42 @@ def wait_for(condition: Any, timeout: float, what: str) -> None:
         time.sleep(0.05)
 
 
-def test_a_claim_whose_connection_vanishes_fails_and_the_worker_goes_on(
-    db: str, unshare: list[str], workdir: Path
-) -> None:
-    handler_log, worker_log = workdir / "handler.log", workdir / "worker.log"
-    armed, cut = workdir / "armed", workdir / "cut"
-
-    def started() -> Counter[str]:
-        lines = handler_log.read_text().splitlines() if handler_log.exists() else []
-        return Counter(line.split()[0] for line in lines if line.split()[1] == "start")
-
-    with UnixBridge(workdir / "pg.sock", db), worker_log.open("wb") as output:
-        worker = subprocess.Popen(
-            [
-                *unshare,
-                sys.executable,
-                "partitioned_worker.py",
-                str(workdir / "pg.sock"),
-                str(armed),
-                str(cut),
-            ],
-            cwd=TESTS,
-            env={
-                **os.environ,
-                "DATABASE_URL": db,
-                "JOBS_WORKER_ID": "partitioned",
-                # the shortest lease: a vanished peer is given up after 1 s + 3 x 1 s
-                "JOBS_LEASE_TTL_SECONDS": "10",
-                "JOBS_POLL_INTERVAL_MS": "100",
-                "JOBS_REAPER_INTERVAL_SECONDS": "3600",
-            },
-            stdout=output,
-            stderr=subprocess.STDOUT,
+def test_a_claim_whose_connection_vanishes_fails_and_the_worker_goes_on(db: str, unshare: list[str]) -> None:
+    with partitioned_worker(db, unshare, "claim") as worker, Client.connect(db) as client:
+        first = client.enqueue_job("test.sleep", worker.payload("first")).job_id
+        wait_for(lambda: client.get_job(first)["status"] == "succeeded", 30, "the first job")
+        worker.armed.touch()
+        ids = [client.enqueue_job("test.sleep", worker.payload(f"job{n}")).job_id for n in range(20)]
+        wait_for(worker.cut.exists, 10, "a claim to be cut")
+        cut_at = time.monotonic()
+        wait_for(
+            lambda: all(client.get_job(job_id)["status"] == "succeeded" for job_id in ids),
+            30,
+            "every job after the cut",
         )
-        try:
-            with Client.connect(db) as client:
-                first = client.enqueue_job("test.sleep", {"log": str(handler_log), "name": "first"}).job_id
-                wait_for(lambda: client.get_job(first)["status"] == "succeeded", 30, "the first job")
-                armed.touch()
-                ids = [
-                    client.enqueue_job("test.sleep", {"log": str(handler_log), "name": f"job{n}"}).job_id
-                    for n in range(20)
-                ]
-                cut_at = time.monotonic()
-                wait_for(cut.exists, 10, "a claim to be cut")
-                wait_for(
-                    lambda: all(client.get_job(job_id)["status"] == "succeeded" for job_id in ids),
-                    30,
-                    "every job after the cut",
-                )
-                took = time.monotonic() - cut_at
-        finally:
-            worker.kill()
-            worker.wait(10)
-    log = worker_log.read_text()
+        took = time.monotonic() - cut_at
+        log, started = worker.worker_log.read_text(), worker.started()
     assert "claim failed" in log, log
-    assert started() == Counter({f"job{n}": 1 for n in range(20)} | {"first": 1})
-    # given up by the kernel's probes (4 s), not by the reaper (it does not run) or a lease
-    assert took < 10 + 4, took
+    assert started == Counter({f"job{n}": 1 for n in range(20)} | {"first": 1})
+    # given up after the kernel's probes (4 s), not by a lease running out (10 s)
+    assert took < 10, took
+
+
+def test_a_heartbeat_whose_connection_vanishes_is_sent_again_in_time(db: str, unshare: list[str]) -> None:
+    """A job runs 12 s under a 10 s lease. The first heartbeat after the cut (~3.3 s in) waits on
+    a dead connection: it fails ~4 s later, the next goes out one second after that on another
+    connection and renews the lease before it runs out, and the job succeeds on its first
+    attempt. Without the TCP settings the heartbeat loop waits on it for good: the lease runs
+    out, the reaper takes the job back and it runs a second time."""
+    with partitioned_worker(db, unshare, "heartbeat") as worker, Client.connect(db) as client:
+        worker.armed.touch()
+        job_id = client.enqueue_job("test.sleep", worker.payload("long", seconds=12), max_attempts=3).job_id
+        wait_for(worker.cut.exists, 10, "a heartbeat to be cut")
+        renewed_before = client.get_job(job_id)["heartbeat_at"]
+        wait_for(lambda: client.get_job(job_id)["status"] != "running", 30, "the job to end")
+        job = client.get_job(job_id)
+        log, started = worker.worker_log.read_text(), worker.started()
+    assert "heartbeat failed" in log, log
+    assert (job["status"], job["attempt"]) == ("succeeded", 1), job
+    assert job["heartbeat_at"] is None or job["heartbeat_at"] > renewed_before
+    assert started == Counter({"long": 1})
