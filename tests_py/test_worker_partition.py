@@ -24,7 +24,6 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -162,28 +161,16 @@ def unshare() -> list[str]:
     return command
 
 
-@dataclass
 class Partitioned:
     """A `pgrun worker` in a network namespace (tests_py/partitioned_worker.py): its handlers'
     log, its own log, and the files that arm the cut and tell it happened."""
 
-    dir: Path
-
-    @property
-    def handler_log(self) -> Path:
-        return self.dir / "handler.log"
-
-    @property
-    def worker_log(self) -> Path:
-        return self.dir / "worker.log"
-
-    @property
-    def armed(self) -> Path:
-        return self.dir / "armed"
-
-    @property
-    def cut(self) -> Path:
-        return self.dir / "cut"
+    def __init__(self, where: Path) -> None:
+        self.dir = where
+        self.handler_log = where / "handler.log"
+        self.worker_log = where / "worker.log"
+        self.armed = where / "armed"
+        self.cut = where / "cut"
 
     def started(self) -> Counter[str]:
         """How many times each job's handler started (by the payload's name)."""
