@@ -32,8 +32,8 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import AsyncConnectionPool
 
 from partitioned_worker import pump
-from pgrun import runner
-from pgrun.client import AsyncClient, Client
+from pgrun import runner, scheduler
+from pgrun.client import AsyncClient, Client, loops_pool
 from pgrun.config import Config
 from pgrun.worker import async_commit_pool
 
@@ -101,6 +101,32 @@ def test_a_database_url_that_names_a_tcp_setting_keeps_its_own(db: str) -> None:
     seen = probed(config)["pool"]
     assert seen["keepalives_idle"] == 7
     assert seen["tcp_user_timeout"] == 0  # libpq's default: the kernel's
+
+
+def test_the_scheduler_run_alone_carries_them_too(db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`python -m pgrun.scheduler` (pgrun.scheduler.serve) opens its pool with them as well."""
+    config = Config(database_url=db)
+    pools: list[AsyncConnectionPool] = []
+
+    def kept(config: Config, max_size: int) -> AsyncConnectionPool:
+        pools.append(loops_pool(config, max_size))
+        return pools[-1]
+
+    monkeypatch.setattr(scheduler, "loops_pool", kept)
+
+    async def main() -> dict[str, int]:
+        stop = asyncio.Event()
+        serving = asyncio.create_task(scheduler.serve(config, stop=stop))
+        async with asyncio.timeout(10):
+            while not pools:  # serve made its pool through loops_pool
+                await asyncio.sleep(0.01)
+        async with pools[0].connection() as conn:
+            seen = socket_settings(conn.fileno())
+        stop.set()
+        await serving
+        return seen
+
+    assert asyncio.run(main()) == config.tcp_settings
 
 
 # -- a real partition ------------------------------------------------------------------------

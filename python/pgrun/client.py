@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 from uuid import UUID
 
 import orjson
@@ -69,6 +69,9 @@ from pgrun.results import (
     UpsertedSchedule,
     WorkflowRunSummary,
 )
+
+if TYPE_CHECKING:
+    from pgrun.config import Config
 from pgrun.results import Seconds as Seconds  # pgrun.client.Seconds, as before
 
 T = TypeVar("T")
@@ -248,6 +251,25 @@ async def configure_async_connection(conn: psycopg.AsyncConnection[Any]) -> None
         await conn.execute(_SET_UTC)
         if not conn.autocommit:
             await conn.commit()
+
+
+def loops_pool(config: Config, max_size: int) -> AsyncConnectionPool:
+    """The pool, not opened yet, that the worker's loops (pgrun.runner.run_loops) and the cron
+    scheduler run alone (pgrun.scheduler.serve) run on: autocommit, ``config.tcp_settings``
+    (a connection whose peer vanished fails in seconds), at least one connection. No check
+    when a connection is lent: it would cost a round trip before every claim and flush (as
+    much as the claim itself, measured with bench/peers); a connection the server dropped
+    fails on use instead, every loop retries OperationalError with backoff, and the pool
+    discards the broken connection (tests_py/test_worker_processes.py restarts the server)."""
+    return AsyncConnectionPool(
+        config.database_url,
+        min_size=1,
+        max_size=max_size,
+        kwargs={"autocommit": True, **config.tcp_settings},
+        configure=configure_async_connection,
+        timeout=10,
+        open=False,
+    )
 
 
 @dataclass(frozen=True)

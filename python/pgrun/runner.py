@@ -17,10 +17,8 @@ import os
 import signal
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
-from psycopg_pool import AsyncConnectionPool
-
 from pgrun.app import App, Loop
-from pgrun.client import AsyncClient, configure_async_connection
+from pgrun.client import AsyncClient, loops_pool
 from pgrun.config import Config
 from pgrun.eventloop import loop_kind, run_until_complete
 from pgrun.metrics import NO_METRICS, NoMetrics
@@ -111,20 +109,7 @@ async def _run_loops(
     loops: Sequence[tuple[str, LoopBuilder]], config: Config, stop: asyncio.Event | None
 ) -> None:
     stop = stop or asyncio.Event()
-    pool = AsyncConnectionPool(
-        config.database_url,
-        min_size=1,
-        max_size=pool_size(config, len(loops)),
-        # the TCP settings: a connection whose peer vanished fails in seconds (Config.tcp_settings)
-        kwargs={"autocommit": True, **config.tcp_settings},
-        configure=configure_async_connection,
-        # No per-checkout check: it costs a round trip before every claim and flush (as much
-        # as the claim itself, measured with bench/peers). A connection the server dropped
-        # fails on use instead; every loop retries OperationalError with backoff and the pool
-        # discards the broken connection (tests_py/test_worker_processes.py restarts the server).
-        timeout=10,
-        open=False,
-    )
+    pool = loops_pool(config, pool_size(config, len(loops)))
     await pool.open(wait=False)
     client = AsyncClient(pool)
     running = [(name, builder(client, config)) for name, builder in loops]

@@ -49,9 +49,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import psycopg
 from croniter import croniter
-from psycopg_pool import AsyncConnectionPool
 
-from pgrun.client import AsyncClient, configure_async_connection
+from pgrun.client import AsyncClient, loops_pool
 from pgrun.config import Config, from_env
 from pgrun.cron import check_cron, clip, seconds_field_warning
 from pgrun.errors import InvalidInputError, LeaseLostError, PgrunError
@@ -519,15 +518,7 @@ async def serve(
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    pool = AsyncConnectionPool(
-        config.database_url,
-        min_size=1,
-        max_size=2,
-        kwargs={"autocommit": True, **config.tcp_settings},
-        configure=configure_async_connection,
-        timeout=10,
-        open=False,
-    )
+    pool = loops_pool(config, 2)
     await pool.open(wait=False)
     scheduler = Scheduler(AsyncClient(pool), config, scheduler_id=scheduler_id)
     log.info(
