@@ -69,10 +69,10 @@ from pgrun.results import (
     UpsertedSchedule,
     WorkflowRunSummary,
 )
+from pgrun.results import Seconds as Seconds  # pgrun.client.Seconds, as before
 
 if TYPE_CHECKING:
     from pgrun.config import Config
-from pgrun.results import Seconds as Seconds  # pgrun.client.Seconds, as before
 
 T = TypeVar("T")
 R = TypeVar("R")

@@ -122,8 +122,8 @@ class Config:
         connection then fails and is retried on another (tests_py/test_worker_partition.py).
         A live server's kernel answers the probes even while a statement runs for long; on a
         Unix socket libpq ignores them."""
-        idle = min(max(1, self.lease_ttl_seconds // 6), 10)
-        interval = min(max(1, self.lease_ttl_seconds // 15), 5)
+        idle = min(max(1, self.lease_ttl_seconds // 6), TCP_IDLE_MAX)
+        interval = min(max(1, self.lease_ttl_seconds // 15), TCP_INTERVAL_MAX)
         settings = {
             "keepalives": 1,
             "keepalives_idle": idle,
@@ -144,10 +144,13 @@ class Config:
         return _clamped(replace(self, **changes))  # type: ignore[arg-type]
 
 
-#: Config.tcp_settings: unanswered keepalive probes before a connection is given up, and the
-#: longest it takes to give up a connection whose peer vanished (seconds).
+#: Config.tcp_settings: unanswered keepalive probes before a connection is given up; the
+#: longest silence before the first probe and between probes; so the longest it takes to give
+#: up a connection whose peer vanished (seconds).
 TCP_KEEPALIVE_PROBES = 3
-TCP_DEAD_AFTER_MAX = 10 + TCP_KEEPALIVE_PROBES * 5
+TCP_IDLE_MAX = 10
+TCP_INTERVAL_MAX = 5
+TCP_DEAD_AFTER_MAX = TCP_IDLE_MAX + TCP_KEEPALIVE_PROBES * TCP_INTERVAL_MAX
 
 # variable, field, minimum, maximum
 _INTEGERS: tuple[tuple[str, str, int, int], ...] = (
