@@ -357,6 +357,8 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(10)
+    if proc.stderr is not None:  # else an unclosed file, reported when the collector finds it
+        proc.stderr.close()
 
 
 def test_pgrun_worker_serves_metrics_with_queue_depth(db: str, tmp_path: Path) -> None:

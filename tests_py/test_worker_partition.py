@@ -1,13 +1,14 @@
-"""A worker's connection whose peer vanishes without a reset fails in seconds, not hours.
+"""A connection of pgrun's whose peer vanishes without a reset fails in seconds, not hours.
 
-The loops' connections carry libpq's TCP keepalive settings and a tcp_user_timeout
-(Config.tcp_settings). The first test reads them off the sockets. The second cuts a real
-connection in the kernel: `pgrun worker` runs in a network namespace of its own
-(tests_py/partitioned_worker.py) and a claim's connection is blackholed by routing rules while
-the claim waits for its answer; no probe is answered and nothing is acknowledged, as when the
-server's host or the network between them is gone. Without the settings the claim waits until
-the kernel's defaults give up (over two hours), and the jobs of the claims sent after it wait
-behind it, heartbeated, so they never expire either.
+The worker's, reaper's and scheduler's connections, and the metrics' queue-depth reader's,
+carry libpq's TCP keepalive settings and a tcp_user_timeout (pgrun.config.tcp_settings). The
+first tests read them off the sockets. The last two cut a real connection in the kernel:
+`pgrun worker` runs in a network namespace of its own (tests_py/partitioned_worker.py), and the
+connection of a claim, or of a heartbeat, is blackholed by routing rules while the call waits
+for its answer; no probe is answered and nothing is acknowledged, as when the server's host or
+the network between them is gone. Without the settings such a call waits until the kernel's
+defaults give up (over two hours): a claim holds the jobs of the claims sent after it,
+heartbeated, so they never expire either; a heartbeat stops every renewal.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ from psycopg_pool import AsyncConnectionPool
 from partitioned_worker import pump
 from pgrun import runner, scheduler
 from pgrun.client import AsyncClient, Client, loops_pool
-from pgrun.config import Config
+from pgrun.config import Config, tcp_settings
+from pgrun.metrics import QueueDepthCollector
 from pgrun.worker import async_commit_pool
 
 TESTS = Path(__file__).resolve().parent
@@ -86,7 +88,7 @@ def probed(config: Config) -> dict[str, dict[str, int]]:
     return probes[0].seen
 
 
-@pytest.mark.parametrize(("lease", "given_up_ms"), [(10, 4000), (30, 11000), (86_400, 25_000)])
+@pytest.mark.parametrize(("lease", "given_up_ms"), [(10, 4000), (30, 10_000), (86_400, 25_000)])
 def test_the_loops_connections_carry_the_tcp_settings(db: str, lease: int, given_up_ms: int) -> None:
     config = Config(database_url=db, lease_ttl_seconds=lease)
     seen = probed(config)
@@ -127,6 +129,19 @@ def test_the_scheduler_run_alone_carries_them_too(db: str, monkeypatch: pytest.M
         return seen
 
     assert asyncio.run(main()) == config.tcp_settings
+
+
+def test_the_queue_depth_collectors_connection_carries_them(db: str) -> None:
+    """The metrics endpoint's queue-depth reads (a worker's, the dashboard's) keep one
+    connection behind a lock: a scrape waiting on a vanished peer would hold every later one."""
+    collector = QueueDepthCollector(db)
+    try:
+        collector.read()
+        assert collector._conn is not None
+        seen = socket_settings(collector._conn.fileno())
+    finally:
+        collector.close()
+    assert seen == tcp_settings(db, 2) == {**seen, "tcp_user_timeout": 4000}
 
 
 # -- a real partition ------------------------------------------------------------------------

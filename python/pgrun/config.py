@@ -112,45 +112,54 @@ class Config:
 
     @property
     def tcp_settings(self) -> dict[str, int]:
-        """libpq's TCP settings for the worker's, reaper's and scheduler's connections, unless
-        DATABASE_URL names any of them (then it has them all its own way): keepalive probes
-        after a few seconds of silence and a ``tcp_user_timeout``, so that a connection whose
-        peer vanished without a reset (a host gone, a network partition, a firewall or NAT
-        that dropped the flow) fails within a quarter to two fifths of the lease, at most
-        ``TCP_DEAD_AFTER_MAX`` seconds, instead of when the kernel's defaults give up (a call
-        waiting on its answer: over two hours). A claim or heartbeat waiting on such a
-        connection then fails and is retried on another (tests_py/test_worker_partition.py).
-        A live server's kernel answers the probes even while a statement runs for long; on a
-        Unix socket libpq ignores them."""
-        idle = min(max(1, self.lease_ttl_seconds // 6), TCP_IDLE_MAX)
-        interval = min(max(1, self.lease_ttl_seconds // 15), TCP_INTERVAL_MAX)
-        settings = {
-            "keepalives": 1,
-            "keepalives_idle": idle,
-            "keepalives_interval": interval,
-            "keepalives_count": TCP_KEEPALIVE_PROBES,
-            # with keepalives on, Linux gives a connection up when this runs out (data sent
-            # and not acknowledged, or probes not answered), so the two agree
-            "tcp_user_timeout": (idle + TCP_KEEPALIVE_PROBES * interval) * 1000,
-        }
-        try:
-            named = conninfo_to_dict(self.database_url)
-        except psycopg.ProgrammingError:  # the pool reports a malformed DATABASE_URL itself
-            named = {}
-        return {} if named.keys() & settings.keys() else settings
+        """libpq's TCP settings for the worker's, reaper's and scheduler's connections
+        (``tcp_settings``): a connection whose peer vanished is given up in a third of the
+        lease, so that a heartbeat waiting on one fails, and the next renews the leases on
+        another connection, before they run out."""
+        return tcp_settings(self.database_url, self.lease_ttl_seconds / 3)
 
     def with_overrides(self, **changes: object) -> Config:
         """A copy with some fields replaced, clamped like the environment's values."""
         return _clamped(replace(self, **changes))  # type: ignore[arg-type]
 
 
-#: Config.tcp_settings: unanswered keepalive probes before a connection is given up; the
-#: longest silence before the first probe and between probes; so the longest it takes to give
-#: up a connection whose peer vanished (seconds).
+#: tcp_settings: unanswered keepalive probes before a connection is given up; the longest
+#: silence before the first probe and between probes; so the shortest and the longest it takes
+#: to give up a connection whose peer vanished (seconds).
 TCP_KEEPALIVE_PROBES = 3
 TCP_IDLE_MAX = 10
 TCP_INTERVAL_MAX = 5
-TCP_DEAD_AFTER_MAX = TCP_IDLE_MAX + TCP_KEEPALIVE_PROBES * TCP_INTERVAL_MAX
+TCP_GIVE_UP_MIN = 1 + TCP_KEEPALIVE_PROBES
+TCP_GIVE_UP_MAX = TCP_IDLE_MAX + TCP_KEEPALIVE_PROBES * TCP_INTERVAL_MAX
+
+
+def tcp_settings(conninfo: str, give_up_after: float) -> dict[str, int]:
+    """libpq's TCP settings for a connection to ``conninfo`` that pgrun keeps open, unless
+    ``conninfo`` names any of them (then it has them all its own way): keepalive probes after
+    a few seconds of silence and a ``tcp_user_timeout``, so that a connection whose peer
+    vanished without a reset (a host gone, a network partition, a firewall or NAT that dropped
+    the flow) fails after about ``give_up_after`` seconds (``TCP_GIVE_UP_MIN`` ..
+    ``TCP_GIVE_UP_MAX``), instead of when the kernel's defaults give up (a call waiting on its
+    answer: over two hours). A live server's kernel answers the probes even while a statement
+    runs for long; on a Unix socket libpq ignores them (tests_py/test_worker_partition.py)."""
+    seconds = int(give_up_after)
+    interval = min(max(1, seconds // 5), TCP_INTERVAL_MAX)
+    idle = min(max(1, seconds - TCP_KEEPALIVE_PROBES * interval), TCP_IDLE_MAX)
+    settings = {
+        "keepalives": 1,
+        "keepalives_idle": idle,
+        "keepalives_interval": interval,
+        "keepalives_count": TCP_KEEPALIVE_PROBES,
+        # with keepalives on, Linux gives a connection up when this runs out (data sent and
+        # not acknowledged, or probes not answered), so the two agree
+        "tcp_user_timeout": (idle + TCP_KEEPALIVE_PROBES * interval) * 1000,
+    }
+    try:
+        named = conninfo_to_dict(conninfo)
+    except psycopg.ProgrammingError:  # the connection reports a malformed conninfo itself
+        named = {}
+    return {} if named.keys() & settings.keys() else settings
+
 
 # variable, field, minimum, maximum
 _INTEGERS: tuple[tuple[str, str, int, int], ...] = (

@@ -27,6 +27,7 @@ import psycopg
 from psycopg.rows import class_row
 
 from pgrun import queries as q
+from pgrun.config import tcp_settings
 from pgrun.results import ClaimedJob, QueueDepth
 
 if TYPE_CHECKING:
@@ -237,8 +238,10 @@ class WorkerMetrics(NoMetrics):
 class QueueDepthCollector:
     """Gauges from ``pgrun.queue_depth()``, read at scrape time over one connection of its own
     (opened on the first scrape, opened again after an error), each call limited to
-    ``statement_timeout_ms``. A failed read logs a warning and reports
-    ``pgrun_queue_depth_up 0`` without depth series; Prometheus keeps scraping."""
+    ``statement_timeout_ms``, and given up in seconds when its peer vanishes (the TCP
+    settings of pgrun.config.tcp_settings, unless the DSN names its own). A failed read logs
+    a warning and reports ``pgrun_queue_depth_up 0`` without depth series; Prometheus keeps
+    scraping."""
 
     def __init__(
         self,
@@ -269,7 +272,12 @@ class QueueDepthCollector:
         with self._lock:
             try:
                 if self._conn is None or self._conn.closed:
-                    conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=self.connect_timeout)
+                    # a peer that vanished fails the scrape in seconds (it would hold the lock,
+                    # and every later scrape behind it, until the kernel gave up: hours)
+                    tcp: dict[str, Any] = tcp_settings(self.dsn, self.statement_timeout_ms / 1000)
+                    conn = psycopg.connect(
+                        self.dsn, autocommit=True, connect_timeout=self.connect_timeout, **tcp
+                    )
                     conn.execute(
                         "SELECT set_config('statement_timeout', %s, false)", (str(self.statement_timeout_ms),)
                     )
