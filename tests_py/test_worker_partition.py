@@ -144,6 +144,27 @@ def test_the_queue_depth_collectors_connection_carries_them(db: str) -> None:
     assert seen == tcp_settings(db, 2) == {**seen, "tcp_user_timeout": 4000}
 
 
+def test_a_clients_own_pool_gives_a_vanished_peer_up_after_25_s(db: str) -> None:
+    """Client.connect / AsyncClient.connect (an application's enqueues, the CLI, the
+    dashboard): the longest of the settings, unless the URL names its own."""
+    longest = {
+        "keepalives": 1,
+        "keepalives_idle": 10,
+        "keepalives_interval": 5,
+        "keepalives_count": 3,
+        "tcp_user_timeout": 25_000,
+    }
+    with Client.connect(db) as client, client.pool.connection() as conn:
+        assert socket_settings(conn.fileno()) == longest
+
+    async def through_async(dsn: str) -> dict[str, int]:
+        async with await AsyncClient.connect(dsn) as client, client.pool.connection() as conn:
+            return socket_settings(conn.fileno())
+
+    assert asyncio.run(through_async(db)) == longest
+    assert asyncio.run(through_async(make_conninfo(db, keepalives_idle=7)))["tcp_user_timeout"] == 0
+
+
 # -- a real partition ------------------------------------------------------------------------
 
 

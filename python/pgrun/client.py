@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 from uuid import UUID
 
 import orjson
@@ -38,6 +38,7 @@ from psycopg.types.json import Jsonb, set_json_loads
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from pgrun import queries as q
+from pgrun.config import TCP_GIVE_UP_MAX, Config, tcp_settings
 from pgrun.errors import translate
 from pgrun.results import (
     AppendResult,
@@ -70,9 +71,6 @@ from pgrun.results import (
     WorkflowRunSummary,
 )
 from pgrun.results import Seconds as Seconds  # pgrun.client.Seconds, as before
-
-if TYPE_CHECKING:
-    from pgrun.config import Config
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -167,8 +165,11 @@ def _spec(spec: JsonObject | WorkflowLike) -> JsonObject:
     return spec if isinstance(spec, dict) else spec.spec()
 
 
-def _pool_kwargs() -> dict[str, Any]:
-    return {"autocommit": True}
+def _pool_kwargs(dsn: str) -> dict[str, Any]:
+    """Connection settings of a client's own pool: autocommit, and TCP settings that give a
+    vanished peer up after TCP_GIVE_UP_MAX seconds (an enqueue waiting on one would otherwise
+    wait until the kernel gives up: over two hours), unless ``dsn`` names its own."""
+    return {"autocommit": True, **tcp_settings(dsn, TCP_GIVE_UP_MAX)}
 
 
 #: A pooled connection handed back less than this many seconds ago is lent again without the
@@ -826,7 +827,7 @@ class Client:
             dsn,
             min_size=min_size,
             max_size=max_size,
-            kwargs=_pool_kwargs(),
+            kwargs=_pool_kwargs(dsn),
             configure=configure_connection,
             check=_check_if_idle,
             open=False,
@@ -1328,7 +1329,7 @@ class AsyncClient:
             dsn,
             min_size=min_size,
             max_size=max_size,
-            kwargs=_pool_kwargs(),
+            kwargs=_pool_kwargs(dsn),
             configure=configure_async_connection,
             check=_check_if_idle_async,
             open=False,
