@@ -1,7 +1,7 @@
 """`pgrun worker worker_apps:app` in a network namespace of its own, for
 tests_py/test_worker_partition.py. Run it under ``unshare --net`` (cwd tests_py/):
 
-    python partitioned_worker.py <unix socket> <armed file> <cut file> claim|heartbeat [options]
+    python partitioned_worker.py <unix socket> <armed file> <cut file> <call> [options]
 
 The namespace has nothing but its loopback. A forwarder listens there on TCP and carries each
 connection to ``<unix socket>`` (the test's bridge to the server: Unix sockets live in the file
@@ -9,14 +9,16 @@ system, which the namespaces share), and the worker connects to the forwarder, s
 between them crosses the kernel's TCP. DATABASE_URL names the database; its host and port are
 replaced with the forwarder's.
 
-Once ``<armed file>`` exists, the first claim (or heartbeat) the forwarder sees is cut as a
-vanished peer would cut it: the forwarder stops reading its connection (the call never reaches
-the server) and routing rules blackhole the connection's port, so the kernel drops its packets,
-keepalive probes and their answers included, and acknowledges nothing. Other connections, and
-new ones, still work. The cut connection's port is written to ``<cut file>``. Claims and
-heartbeats are the calls on the worker's claims pool (its start-up packet asks for
-synchronous_commit=off) that carry the worker's id (JOBS_WORKER_ID); a claim carries the app's
-job types too, a heartbeat leases only.
+Once ``<armed file>`` exists, the first call of the kind ``<call>`` names (claim, heartbeat or
+complete) the forwarder sees is cut as a vanished peer would cut it: the forwarder stops
+reading its connection (the call never reaches the server) and routing rules blackhole the
+connection's port, so the kernel drops its packets, keepalive probes and their answers
+included, and acknowledges nothing. Other connections, and new ones, still work. The cut
+connection's port is written to ``<cut file>``. Claims and heartbeats are the calls on the
+worker's claims pool (its start-up packet asks for synchronous_commit=off) that carry the
+worker's id (JOBS_WORKER_ID); a claim carries the app's job types too, a heartbeat leases
+only. A completion goes through the worker's other pool and carries the results (test.sleep
+returns {"attempt": n}).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from pgrun.cli import main
 
 CLAIMS_POOL = b"synchronous_commit=off"
 JOB_TYPE = b"test.sleep"
+RESULT = b'{"attempt":'
 
 
 def ip(*args: str) -> None:
@@ -64,7 +67,7 @@ class Forwarder:
         try:
             while chunk := await client_in.read(65536):
                 claims_pool = claims_pool or CLAIMS_POOL in chunk
-                if claims_pool and self.is_target(chunk):
+                if self.is_target(chunk, claims_pool):
                     self.done = True
                     self.blackhole(port)
                     await asyncio.Event().wait()  # never read from it again
@@ -74,10 +77,12 @@ class Forwarder:
             back.cancel()
             server_out.close()
 
-    def is_target(self, chunk: bytes) -> bool:
-        if self.done or self.worker_id not in chunk or not self.armed.exists():
+    def is_target(self, chunk: bytes, claims_pool: bool) -> bool:
+        if self.done or not self.armed.exists():
             return False
-        return (JOB_TYPE in chunk) == (self.kind == "claim")
+        if self.kind == "complete":
+            return not claims_pool and RESULT in chunk
+        return claims_pool and self.worker_id in chunk and (JOB_TYPE in chunk) == (self.kind == "claim")
 
     def blackhole(self, port: int) -> None:
         for direction in ("sport", "dport"):

@@ -324,3 +324,29 @@ def test_a_heartbeat_whose_connection_vanishes_is_sent_again_in_time(db: str, un
     assert (job["status"], job["attempt"]) == ("succeeded", 1), job
     assert job["heartbeat_at"] is None or job["heartbeat_at"] > renewed_before
     assert started == Counter({"long": 1})
+
+
+def test_a_flush_whose_connection_vanishes_is_written_again(db: str, unshare: list[str]) -> None:
+    """The first completions after the cut wait on a dead connection: the flush fails after
+    ~4 s, the outcomes stay buffered and the next flush writes them on another connection.
+    Without the TCP settings the flush loop waits on it for good, and the jobs stay running,
+    their leases renewed by the heartbeat, with no outcome ever written."""
+    with partitioned_worker(db, unshare, "complete") as worker, Client.connect(db) as client:
+        first = client.enqueue_job("test.sleep", worker.payload("first")).job_id
+        wait_for(lambda: client.get_job(first)["status"] == "succeeded", 30, "the first job")
+        worker.armed.touch()
+        ids = [client.enqueue_job("test.sleep", worker.payload(f"job{n}")).job_id for n in range(20)]
+        wait_for(worker.cut.exists, 10, "a flush to be cut")
+        cut_at = time.monotonic()
+        wait_for(
+            lambda: all(client.get_job(job_id)["status"] == "succeeded" for job_id in ids),
+            30,
+            "every job's outcome",
+        )
+        took = time.monotonic() - cut_at
+        attempts = {client.get_job(job_id)["attempt"] for job_id in ids}
+        log, started = worker.worker_log.read_text(), worker.started()
+    assert "outcome(s) failed" in log, log
+    assert attempts == {1}
+    assert started == Counter({f"job{n}": 1 for n in range(20)} | {"first": 1})
+    assert took < 10, took
