@@ -285,13 +285,17 @@ def wait_for(condition: Any, timeout: float, what: str) -> None:
         time.sleep(0.05)
 
 
-def test_a_claim_whose_connection_vanishes_fails_and_the_worker_goes_on(db: str, unshare: list[str]) -> None:
-    with partitioned_worker(db, unshare, "claim") as worker, Client.connect(db) as client:
+def twenty_jobs_across_a_cut(
+    db: str, unshare: list[str], call: str
+) -> tuple[float, set[int], str, Counter[str]]:
+    """One job to see the worker at work, then the cut armed and twenty jobs enqueued: how long
+    after the cut the last of them succeeded, their attempts, the worker's log, the starts."""
+    with partitioned_worker(db, unshare, call) as worker, Client.connect(db) as client:
         first = client.enqueue_job("test.sleep", worker.payload("first")).job_id
         wait_for(lambda: client.get_job(first)["status"] == "succeeded", 30, "the first job")
         worker.armed.touch()
         ids = [client.enqueue_job("test.sleep", worker.payload(f"job{n}")).job_id for n in range(20)]
-        wait_for(worker.cut.exists, 10, "a claim to be cut")
+        wait_for(worker.cut.exists, 10, f"a {call} to be cut")
         cut_at = time.monotonic()
         wait_for(
             lambda: all(client.get_job(job_id)["status"] == "succeeded" for job_id in ids),
@@ -299,8 +303,14 @@ def test_a_claim_whose_connection_vanishes_fails_and_the_worker_goes_on(db: str,
             "every job after the cut",
         )
         took = time.monotonic() - cut_at
-        log, started = worker.worker_log.read_text(), worker.started()
+        attempts = {client.get_job(job_id)["attempt"] for job_id in ids}
+        return took, attempts, worker.worker_log.read_text(), worker.started()
+
+
+def test_a_claim_whose_connection_vanishes_fails_and_the_worker_goes_on(db: str, unshare: list[str]) -> None:
+    took, attempts, log, started = twenty_jobs_across_a_cut(db, unshare, "claim")
     assert "claim failed" in log, log
+    assert attempts == {1}
     assert started == Counter({f"job{n}": 1 for n in range(20)} | {"first": 1})
     # given up after the kernel's probes (4 s), not by a lease running out (10 s)
     assert took < 10, took
@@ -311,7 +321,7 @@ def test_a_heartbeat_whose_connection_vanishes_is_sent_again_in_time(db: str, un
     a dead connection: it fails ~4 s later, the next goes out one second after that on another
     connection and renews the lease before it runs out, and the job succeeds on its first
     attempt. Without the TCP settings the heartbeat loop waits on it for good: the lease runs
-    out, the reaper takes the job back and it runs a second time."""
+    out and the reaper takes the job back."""
     with partitioned_worker(db, unshare, "heartbeat") as worker, Client.connect(db) as client:
         worker.armed.touch()
         job_id = client.enqueue_job("test.sleep", worker.payload("long", seconds=12), max_attempts=3).job_id
@@ -331,21 +341,7 @@ def test_a_flush_whose_connection_vanishes_is_written_again(db: str, unshare: li
     ~4 s, the outcomes stay buffered and the next flush writes them on another connection.
     Without the TCP settings the flush loop waits on it for good, and the jobs stay running,
     their leases renewed by the heartbeat, with no outcome ever written."""
-    with partitioned_worker(db, unshare, "complete") as worker, Client.connect(db) as client:
-        first = client.enqueue_job("test.sleep", worker.payload("first")).job_id
-        wait_for(lambda: client.get_job(first)["status"] == "succeeded", 30, "the first job")
-        worker.armed.touch()
-        ids = [client.enqueue_job("test.sleep", worker.payload(f"job{n}")).job_id for n in range(20)]
-        wait_for(worker.cut.exists, 10, "a flush to be cut")
-        cut_at = time.monotonic()
-        wait_for(
-            lambda: all(client.get_job(job_id)["status"] == "succeeded" for job_id in ids),
-            30,
-            "every job's outcome",
-        )
-        took = time.monotonic() - cut_at
-        attempts = {client.get_job(job_id)["attempt"] for job_id in ids}
-        log, started = worker.worker_log.read_text(), worker.started()
+    took, attempts, log, started = twenty_jobs_across_a_cut(db, unshare, "complete")
     assert "outcome(s) failed" in log, log
     assert attempts == {1}
     assert started == Counter({f"job{n}": 1 for n in range(20)} | {"first": 1})
