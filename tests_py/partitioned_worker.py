@@ -10,15 +10,15 @@ between them crosses the kernel's TCP. DATABASE_URL names the database; its host
 replaced with the forwarder's.
 
 Once ``<armed file>`` exists, the first call of the kind ``<call>`` names (claim, heartbeat or
-complete) the forwarder sees is cut as a vanished peer would cut it: the forwarder stops
-reading its connection (the call never reaches the server) and routing rules blackhole the
-connection's port, so the kernel drops its packets, keepalive probes and their answers
-included, and acknowledges nothing. Other connections, and new ones, still work. The cut
-connection's port is written to ``<cut file>``. Claims and heartbeats are the calls on the
-worker's claims pool (its start-up packet asks for synchronous_commit=off) that carry the
-worker's id (JOBS_WORKER_ID); a claim carries the app's job types too, a heartbeat leases
-only. A completion goes through the worker's other pool and carries the results (test.sleep
-returns {"attempt": n}).
+complete) the forwarder sees, or with ``listen`` the worker's LISTEN connection, is cut as a
+vanished peer would cut it: the forwarder stops reading its connection (the call never reaches
+the server) and routing rules blackhole the connection's port, so the kernel drops its packets,
+keepalive probes and their answers included, and acknowledges nothing. Other connections, and
+new ones, still work. The cut connection's port is written to ``<cut file>``. Claims and
+heartbeats are the calls on the worker's claims pool (its start-up packet asks for
+synchronous_commit=off) that carry the worker's id (JOBS_WORKER_ID); a claim carries the app's
+job types too, a heartbeat leases only. A completion goes through the worker's other pool and
+carries the results (test.sleep returns {"attempt": n}).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from pgrun.cli import main
 CLAIMS_POOL = b"synchronous_commit=off"
 JOB_TYPE = b"test.sleep"
 RESULT = b'{"attempt":'
+LISTEN = b"LISTEN"
 
 
 def ip(*args: str) -> None:
@@ -52,11 +53,19 @@ class Forwarder:
         self.worker_id = worker_id
         self.done = False
         self.port = 0
+        #: The port of the worker's LISTEN connection, once it has listened.
+        self.listener: int | None = None
 
     async def serve(self, ready: threading.Event) -> None:
         server = await asyncio.start_server(self.connection, "127.0.0.1", 0)
         self.port = server.sockets[0].getsockname()[1]
         ready.set()
+        if self.kind == "listen":
+            # the listener sends nothing once it listens: it is cut when the test arms the cut
+            while not (self.armed.exists() and self.listener is not None):
+                await asyncio.sleep(0.02)
+            self.done = True
+            self.blackhole(self.listener)
         await server.serve_forever()
 
     async def connection(self, client_in: asyncio.StreamReader, client_out: asyncio.StreamWriter) -> None:
@@ -67,6 +76,8 @@ class Forwarder:
         try:
             while chunk := await client_in.read(65536):
                 claims_pool = claims_pool or CLAIMS_POOL in chunk
+                if LISTEN in chunk and self.listener is None:
+                    self.listener = port
                 if self.is_target(chunk, claims_pool):
                     self.done = True
                     self.blackhole(port)
@@ -78,7 +89,7 @@ class Forwarder:
             server_out.close()
 
     def is_target(self, chunk: bytes, claims_pool: bool) -> bool:
-        if self.done or not self.armed.exists():
+        if self.done or not self.armed.exists() or self.kind == "listen":
             return False
         if self.kind == "complete":
             return not claims_pool and RESULT in chunk

@@ -244,7 +244,7 @@ class Partitioned:
 
 
 @contextmanager
-def partitioned_worker(db: str, unshare: list[str], kind: str) -> Iterator[Partitioned]:
+def partitioned_worker(db: str, unshare: list[str], kind: str, **env: str) -> Iterator[Partitioned]:
     """Run the worker (the shortest lease, 10 s: a vanished peer is given up after 1 s + 3 x
     1 s; the reaper every second) until the block ends; its first claim or heartbeat (``kind``)
     after ``armed`` exists is cut."""
@@ -264,6 +264,7 @@ def partitioned_worker(db: str, unshare: list[str], kind: str) -> Iterator[Parti
                     "JOBS_LEASE_TTL_SECONDS": "10",
                     "JOBS_POLL_INTERVAL_MS": "100",
                     "JOBS_REAPER_INTERVAL_SECONDS": "1",
+                    **env,
                 },
                 stdout=output,
                 stderr=subprocess.STDOUT,
@@ -345,4 +346,26 @@ def test_a_flush_whose_connection_vanishes_is_written_again(db: str, unshare: li
     assert "outcome(s) failed" in log, log
     assert attempts == {1}
     assert started == Counter({f"job{n}": 1 for n in range(20)} | {"first": 1})
+    assert took < 10, took
+
+
+def test_a_listener_whose_connection_vanishes_listens_again(db: str, unshare: list[str]) -> None:
+    """With a 60 s poll only a notification starts a job at once. The LISTEN connection, idle,
+    is cut: its probes go unanswered, it is given up after ~4 s, the listener connects again
+    and claims what came meanwhile. Without the TCP settings the notifications go nowhere and
+    the job waits for the poll."""
+    with (
+        partitioned_worker(db, unshare, "listen", JOBS_POLL_INTERVAL_MS="60000") as worker,
+        Client.connect(db) as client,
+    ):
+        first = client.enqueue_job("test.sleep", worker.payload("first")).job_id
+        wait_for(lambda: client.get_job(first)["status"] == "succeeded", 30, "the first job")
+        worker.armed.touch()
+        wait_for(worker.cut.exists, 10, "the listener to be cut")
+        job_id = client.enqueue_job("test.sleep", worker.payload("after")).job_id
+        enqueued = time.monotonic()
+        wait_for(lambda: client.get_job(job_id)["status"] == "succeeded", 30, "the job after the cut")
+        took = time.monotonic() - enqueued
+        log = worker.worker_log.read_text()
+    assert "listener connection lost" in log, log
     assert took < 10, took
