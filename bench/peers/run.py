@@ -25,7 +25,8 @@ N jobs one call per job, each its own durable commit, no worker: 2,000 jobs, --q
 SQL loop and graphile-worker batched are skipped there, the latter because addJob does not
 depend on the worker's options). The single workload also runs a yardstick row, "floor: INSERT
 per commit" (floor_insert.py: one plain-table row per commit over psycopg), and only there.
---profile runs the pgrun contestants under py-spy (collapsed stacks in bench/results/peers-logs/).
+--profile runs the pgrun contestants under py-spy, 1,000 samples a second (collapsed stacks in
+bench/results/peers-logs/).
 Before the first workload it waits (up to --settle-timeout-s, 600 s) for the 1-minute load
 average to fall below --settle-load (0.3; 0 does not wait): a run started right after other
 work reads low. The JSON says how long it waited and the load average it started at.
@@ -266,7 +267,8 @@ def run_one(
                 "--format",
                 "raw",
                 "--rate",
-                "200",
+                # a c=10 run of 20,000 jobs lasts ~0.4 s: 200 a second gave too few samples to read
+                "1000",
                 "-o",
                 str(log.with_suffix(".pyspy")),
                 "--",
