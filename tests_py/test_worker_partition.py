@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
@@ -184,7 +184,8 @@ def unshare_command() -> list[str] | None:
 
 class UnixBridge:
     """A Unix socket that carries each connection to the server's TCP address: the namespaced
-    worker's way out."""
+    worker's way out. Its loop runs in a thread of its own; leaving the block closes every
+    connection it carries and the loop."""
 
     def __init__(self, path: Path, dsn: str) -> None:
         params = conninfo_to_dict(dsn)
@@ -193,26 +194,47 @@ class UnixBridge:
         self.port = int(params.get("port") or 5432)
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.server: asyncio.AbstractServer | None = None
+        self.carried: set[asyncio.Task[None]] = set()
 
     def __enter__(self) -> UnixBridge:
         self.thread.start()
-        asyncio.run_coroutine_threadsafe(
+        self.server = asyncio.run_coroutine_threadsafe(
             asyncio.start_unix_server(self.connection, str(self.path)), self.loop
         ).result(10)
         return self
 
     def __exit__(self, *exc: object) -> None:
+        asyncio.run_coroutine_threadsafe(self.close(), self.loop).result(10)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(10)
+        self.loop.close()
+
+    async def close(self) -> None:
+        assert self.server is not None
+        self.server.close()
+        for task in self.carried:
+            task.cancel()
+        await asyncio.gather(*self.carried, return_exceptions=True)
+        await self.server.wait_closed()
 
     async def connection(self, client_in: asyncio.StreamReader, client_out: asyncio.StreamWriter) -> None:
-        server_in, server_out = await asyncio.open_connection(self.host, self.port)
-        back = asyncio.create_task(pump(server_in, client_out))
+        task = cast("asyncio.Task[None]", asyncio.current_task())
+        self.carried.add(task)
+        server_out: asyncio.StreamWriter | None = None
         try:
-            await pump(client_in, server_out)
+            server_in, server_out = await asyncio.open_connection(self.host, self.port)
+            back = asyncio.create_task(pump(server_in, client_out))
+            try:
+                await pump(client_in, server_out)
+            finally:
+                back.cancel()
+                await asyncio.gather(back, return_exceptions=True)
         finally:
-            back.cancel()
-            server_out.close()
+            for writer in (client_out, server_out):
+                if writer is not None:
+                    writer.close()
+            self.carried.discard(task)
 
 
 @pytest.fixture
