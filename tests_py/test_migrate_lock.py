@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -248,6 +249,85 @@ def test_the_bundle_waits_a_bounded_time_and_names_the_holder(db: str, tmp_path:
     assert f"pid {holder_pid} (role {user_of(db)}, application_name 'a long report'" in result.stderr
     # Once the holder is gone the same bundle applies (nothing to do on a migrated database).
     subprocess.run([PSQL, db, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", str(bundle)], check=True, timeout=60)
+
+
+def waiting_on_the_gate(gate: psycopg.Connection[tuple[object, ...]]) -> int:
+    """The pid of the session waiting for GATE_KEY (a migrate inside 9000_later's step)."""
+    row = poll(
+        lambda: gate.execute(
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = %s AND NOT granted",
+            (GATE_KEY,),
+        ).fetchone()
+    )
+    return int(row[0])  # type: ignore[index]
+
+
+def alive(gate: psycopg.Connection[tuple[object, ...]], pid: int) -> bool:
+    return bool(gate.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()[0])  # type: ignore[index]
+
+
+def fall_silent_then_migrate_again(db: str, staged: Path, silent: subprocess.Popen[str]) -> tuple[float, str]:
+    """``silent`` is started, about to enter 9000_later's step, with the gate held: it is
+    stopped (SIGSTOP) while it waits there, the gate is let go, so its step's statement ends
+    and the server waits for a next statement that never comes. A second migrate then runs;
+    how long until the silent one's session was gone, and the second's stdout."""
+    with psycopg.connect(db, autocommit=True) as gate:
+        gate.execute("SELECT pg_advisory_lock(%s)", (GATE_KEY,))
+        try:
+            pid = waiting_on_the_gate(gate)
+            os.kill(silent.pid, signal.SIGSTOP)
+        finally:
+            gate.execute("SELECT pg_advisory_unlock(%s)", (GATE_KEY,))
+        stopped = time.monotonic()
+        try:
+            poll(lambda: not alive(gate, pid), timeout=20)
+            gone = time.monotonic() - stopped
+            second = pgrun_migrate(db, staged, timeout=5)
+            out, err = second.communicate(timeout=60)
+            assert second.returncode == 0, err
+        finally:
+            os.kill(silent.pid, signal.SIGCONT)
+            silent.kill()
+            silent.communicate(timeout=30)
+    return gone, out
+
+
+def test_a_migrate_that_falls_silent_in_a_step_lets_go_of_the_lock(db: str, staged: Path) -> None:
+    """A migrate frozen (or cut off) in a step holds the migration lock and what its step
+    locked, which stall every worker, until the server notices its client is gone: with
+    idle_in_transaction_session_timeout the server ends the session after IDLE_IN_STEP_SECONDS
+    (2 here), its transaction rolls back and the next migrate applies the step."""
+    code = (
+        "import sys; from pgrun import cli, migrate; migrate.IDLE_IN_STEP_SECONDS = 2; "
+        "sys.exit(cli.main(['migrate']))"
+    )
+    env = {**_base_env(), "DATABASE_URL": db, "PGRUN_SCHEMA_DIR": str(staged)}
+    silent = subprocess.Popen(
+        [sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    gone, out = fall_silent_then_migrate_again(db, staged, silent)
+    assert gone < 10, gone
+    assert "applied 9000_later" in out
+    assert has_later_table(db)
+
+
+def test_a_bundle_whose_psql_falls_silent_lets_go_of_the_lock(
+    db: str, staged: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same for the psql bundle, whose one transaction holds the locks to its COMMIT."""
+    bundle = tmp_path / "pgrun.sql"
+    monkeypatch.setenv("PGRUN_SCHEMA_DIR", str(staged))
+    bundle.write_text(migrate.sql_bundle(idle_seconds=2))
+    silent = subprocess.Popen(
+        [PSQL, db, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", str(bundle)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    gone, out = fall_silent_then_migrate_again(db, staged, silent)
+    assert gone < 10, gone
+    assert "applied 9000_later" in out
+    assert has_later_table(db)
 
 
 @pytest.mark.parametrize("value", ["soon", "-1", "1e9"])

@@ -15,6 +15,8 @@
   stall them. The very first install has no table yet: it serialises on a transaction
   advisory lock instead, until 0001 has made the table. Either wait is bounded
   (``lock_timeout``, default 60 s); then migrate stops and names the session holding it.
+  A step idle for ``IDLE_IN_STEP_SECONDS`` between two statements has lost its client: the
+  server ends it (``idle_in_transaction_session_timeout``), so its locks do not outlive it.
 * Every connection the runner opens pins ``search_path`` to ``pg_catalog, pg_temp`` before
   its first statement, so no schema the migrator's role or session puts on its path (and
   another role may write, like PostgreSQL 14's ``public``) can put a function in the way
@@ -62,6 +64,12 @@ PINNED_SEARCH_PATH = "pg_catalog, pg_temp"
 #: How long migrate waits for the migration lock before it names the holder and stops.
 DEFAULT_LOCK_TIMEOUT = 60.0
 LOCK_TIMEOUT_ENV = "PGRUN_MIGRATE_LOCK_TIMEOUT"
+#: The longest a step's transaction may sit idle between two of migrate's statements before
+#: the server ends the session (``idle_in_transaction_session_timeout``). Migrate sends them
+#: back to back, so a step idle that long has lost its client (killed, frozen, its network
+#: gone), and the locks it holds, which stall every worker, go in a minute rather than when
+#: the server's TCP keepalive notices (two hours by the usual kernel defaults).
+IDLE_IN_STEP_SECONDS = 60
 
 
 class MigrationError(RuntimeError):
@@ -454,6 +462,7 @@ def migrate(
             warnings += writable_path_schemas(conn, path)
         # The migrations' own statements wait for the locks they need as long as it takes.
         conn.execute("SET lock_timeout = 0")
+        conn.execute(f"SET idle_in_transaction_session_timeout = '{IDLE_IN_STEP_SECONDS}s'")
         if wanted_prefix:
             conn.execute("SELECT set_config('pgrun.role_prefix', %s, false)", (wanted_prefix,))
         # One transaction per step: lock, read the history, refuse or apply the next file.
@@ -687,6 +696,9 @@ BEGIN;
 -- Names resolve in pg_catalog and nowhere else, whatever this session's search_path was, so
 -- no function planted in a schema others may write runs here (docs/security.md).
 SET LOCAL search_path = pg_catalog, pg_temp;
+-- The transaction holds locks that stall every worker: a psql that falls silent in it (killed,
+-- frozen, its network gone) has the server end it after {idle} s idle (docs/migrations.md).
+SET LOCAL idle_in_transaction_session_timeout = '{idle}s';
 -- pgrun's group roles are <prefix>_owner, _admin, _producer, _worker, _reader (docs/security.md);
 -- the prefix of a first install comes from: psql -v role_prefix=... (default pgrun)
 \\if :{{?role_prefix}}
@@ -785,8 +797,9 @@ SET name = excluded.name, checksum = excluded.checksum, applied_at = pg_catalog.
 """
 
 
-def sql_bundle() -> str:
-    """One psql script that installs or upgrades the schema like `pgrun migrate` does."""
+def sql_bundle(idle_seconds: int = IDLE_IN_STEP_SECONDS) -> str:
+    """One psql script that installs or upgrades the schema like `pgrun migrate` does
+    (``idle_seconds``: its transaction's idle_in_transaction_session_timeout)."""
     code = all_migrations()
     known = ", ".join(f"('{m.version}', '{m.checksum}')" for m in code if m.kind == "versioned")
     parts = [
@@ -795,6 +808,7 @@ def sql_bundle() -> str:
             lock_hi=(ADVISORY_LOCK_KEY >> 32) & 0xFFFFFFFF,
             lock_lo=ADVISORY_LOCK_KEY & 0xFFFFFFFF,
             known=known,
+            idle=idle_seconds,
         )
     ]
     for m in code:
