@@ -33,7 +33,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import AsyncConnectionPool
 
 from partitioned_worker import pump
-from pgrun import runner, scheduler
+from pgrun import migrate, runner, scheduler
 from pgrun.client import AsyncClient, Client, loops_pool
 from pgrun.config import Config, tcp_settings
 from pgrun.metrics import QueueDepthCollector
@@ -144,25 +144,33 @@ def test_the_queue_depth_collectors_connection_carries_them(db: str) -> None:
     assert seen == tcp_settings(db, 2) == {**seen, "tcp_user_timeout": 4000}
 
 
+LONGEST = {
+    "keepalives": 1,
+    "keepalives_idle": 10,
+    "keepalives_interval": 5,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 25_000,
+}
+
+
 def test_a_clients_own_pool_gives_a_vanished_peer_up_after_25_s(db: str) -> None:
     """Client.connect / AsyncClient.connect (an application's enqueues, the CLI, the
     dashboard): the longest of the settings, unless the URL names its own."""
-    longest = {
-        "keepalives": 1,
-        "keepalives_idle": 10,
-        "keepalives_interval": 5,
-        "keepalives_count": 3,
-        "tcp_user_timeout": 25_000,
-    }
     with Client.connect(db) as client, client.pool.connection() as conn:
-        assert socket_settings(conn.fileno()) == longest
+        assert socket_settings(conn.fileno()) == LONGEST
 
     async def through_async(dsn: str) -> dict[str, int]:
         async with await AsyncClient.connect(dsn) as client, client.pool.connection() as conn:
             return socket_settings(conn.fileno())
 
-    assert asyncio.run(through_async(db)) == longest
+    assert asyncio.run(through_async(db)) == LONGEST
     assert asyncio.run(through_async(make_conninfo(db, keepalives_idle=7)))["tcp_user_timeout"] == 0
+
+
+def test_migrates_connection_gives_a_vanished_server_up_after_25_s(db: str) -> None:
+    conn, _path = migrate._connect(db)
+    with conn:
+        assert socket_settings(conn.fileno()) == LONGEST
 
 
 # -- a real partition ------------------------------------------------------------------------

@@ -44,9 +44,11 @@ from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import psycopg
+
+from pgrun.config import TCP_GIVE_UP_MAX, tcp_settings
 
 # The lock of a first install (no history table yet): the first 8 bytes of sha256("pgrun.migrate").
 ADVISORY_LOCK_KEY = int.from_bytes(hashlib.sha256(b"pgrun.migrate").digest()[:8], "big", signed=True)
@@ -334,7 +336,9 @@ def _connect(dsn: str) -> tuple[psycopg.Connection[tuple[object, ...]], list[str
     """An autocommit connection whose search_path is pinned to ``pg_catalog, pg_temp`` before
     any other statement, and the schemas that were on its path before (the role's or the
     session's own: ``"$user", public`` by default)."""
-    conn = psycopg.connect(dsn, autocommit=True, fallback_application_name="pgrun migrate")
+    # a server that vanished fails migrate in seconds (pgrun.config.tcp_settings), not hours
+    tcp: dict[str, Any] = tcp_settings(dsn, TCP_GIVE_UP_MAX)
+    conn = psycopg.connect(dsn, autocommit=True, fallback_application_name="pgrun migrate", **tcp)
     try:
         # Schema-qualified, so nothing on the path it reads can stand in for it.
         row = conn.execute("SELECT pg_catalog.current_schemas(false)").fetchone()
