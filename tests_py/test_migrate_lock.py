@@ -96,6 +96,17 @@ def has_later_table(dsn: str) -> bool:
     return bool(row and row[0])
 
 
+def waiting_on_the_gate(gate: psycopg.Connection[tuple[object, ...]]) -> int:
+    """The pid of the session waiting for GATE_KEY (a migrate inside 9000_later's step)."""
+    row = poll(
+        lambda: gate.execute(
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = %s AND NOT granted",
+            (GATE_KEY,),
+        ).fetchone()
+    )
+    return int(row[0])  # type: ignore[index]
+
+
 def test_a_connect_only_role_holding_the_old_advisory_key_does_not_stall_migrate(
     db: str, staged: Path, connect_only: LoginRole
 ) -> None:
@@ -120,12 +131,7 @@ def test_a_second_migrate_waits_for_the_first_then_names_it_and_stops(db: str, s
         try:
             # The first migrate is inside 9000_later's step (holding the migration lock),
             # waiting for the gate.
-            first_pid = poll(
-                lambda: gate.execute(
-                    "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = %s AND NOT granted",
-                    (GATE_KEY,),
-                ).fetchone()
-            )
+            pid = waiting_on_the_gate(gate)
             started = time.monotonic()
             second = pgrun_migrate(db, staged, timeout=2)
             out, err = second.communicate(timeout=60)
@@ -140,7 +146,6 @@ def test_a_second_migrate_waits_for_the_first_then_names_it_and_stops(db: str, s
     assert line.startswith(
         "pgrun migrate: pgrun.migrate_locked: the migration lock (table pgrun.schema_migrations)"
     )
-    pid = first_pid[0]  # type: ignore[index]
     assert f"pid {pid} (role {user_of(db)}, application_name 'pgrun migrate', since 20" in line
     assert "waited 2 s" in line and f"pg_terminate_backend({pid})" in line
     assert waited >= 2.0, "it gave up before its wait was over"
@@ -249,17 +254,6 @@ def test_the_bundle_waits_a_bounded_time_and_names_the_holder(db: str, tmp_path:
     assert f"pid {holder_pid} (role {user_of(db)}, application_name 'a long report'" in result.stderr
     # Once the holder is gone the same bundle applies (nothing to do on a migrated database).
     subprocess.run([PSQL, db, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", str(bundle)], check=True, timeout=60)
-
-
-def waiting_on_the_gate(gate: psycopg.Connection[tuple[object, ...]]) -> int:
-    """The pid of the session waiting for GATE_KEY (a migrate inside 9000_later's step)."""
-    row = poll(
-        lambda: gate.execute(
-            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = %s AND NOT granted",
-            (GATE_KEY,),
-        ).fetchone()
-    )
-    return int(row[0])  # type: ignore[index]
 
 
 def alive(gate: psycopg.Connection[tuple[object, ...]], pid: int) -> bool:
