@@ -52,7 +52,7 @@ fi
 
 mapfile -t need < <(missing_packages "$version")
 # ip(8) for the partition test (tests_py/test_worker_partition.py, which needs root and skips
-# without it): installed when apt may be used, never a reason to fail
+# without it): installed when apt may be used; without apt its absence fails nothing
 if $apt_ok && ! command -v ip >/dev/null; then need+=("iproute2"); fi
 if [ "${#need[@]}" -eq 0 ]; then
     exit 0
