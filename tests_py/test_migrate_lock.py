@@ -324,6 +324,55 @@ def test_a_bundle_whose_psql_falls_silent_lets_go_of_the_lock(
     assert has_later_table(db)
 
 
+def killed_in_a_statement_then_migrate_again(db: str, staged: Path, doomed: subprocess.Popen[str]) -> float:
+    """``doomed`` is started, about to enter 9000_later's step, with the gate held: it is
+    killed (SIGKILL: its kernel closes the connection, nothing is sent first) while its step's
+    statement waits there, and the gate stays held, so that statement would wait on. How long
+    until its session was gone; then, the gate let go, a second migrate applies the step."""
+    with psycopg.connect(db, autocommit=True) as gate:
+        gate.execute("SELECT pg_advisory_lock(%s)", (GATE_KEY,))
+        try:
+            pid = waiting_on_the_gate(gate)
+            doomed.kill()
+            doomed.communicate(timeout=30)
+            killed = time.monotonic()
+            poll(lambda: not alive(gate, pid), timeout=20)
+            gone = time.monotonic() - killed
+        finally:
+            gate.execute("SELECT pg_advisory_unlock(%s)", (GATE_KEY,))
+    second = pgrun_migrate(db, staged, timeout=5)
+    out, err = second.communicate(timeout=60)
+    assert second.returncode == 0, err
+    assert "applied 9000_later" in out
+    assert has_later_table(db)
+    return gone
+
+
+def test_a_migrate_killed_inside_a_statement_lets_go_at_once(db: str, staged: Path) -> None:
+    """A migrate killed while one of its statements runs (an index build, a wait for a lock)
+    left the server running that statement to its end, with the step's locks held: here, for
+    as long as the gate is held. With client_connection_check_interval the server looks at
+    the client every CLIENT_CHECK_SECONDS while a statement runs and ends the session."""
+    doomed = pgrun_migrate(db, staged, timeout=5)
+    assert killed_in_a_statement_then_migrate_again(db, staged, doomed) < 5
+
+
+def test_a_bundle_whose_psql_is_killed_inside_a_statement_lets_go_at_once(
+    db: str, staged: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same for the psql bundle."""
+    bundle = tmp_path / "pgrun.sql"
+    monkeypatch.setenv("PGRUN_SCHEMA_DIR", str(staged))
+    bundle.write_text(migrate.sql_bundle())
+    doomed = subprocess.Popen(
+        [PSQL, db, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", str(bundle)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert killed_in_a_statement_then_migrate_again(db, staged, doomed) < 5
+
+
 @pytest.mark.parametrize("value", ["soon", "-1", "1e9"])
 def test_a_lock_timeout_that_is_not_a_number_of_seconds_is_refused(
     value: str, monkeypatch: pytest.MonkeyPatch

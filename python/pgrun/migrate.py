@@ -16,7 +16,9 @@
   advisory lock instead, until 0001 has made the table. Either wait is bounded
   (``lock_timeout``, default 60 s); then migrate stops and names the session holding it.
   A step idle for ``IDLE_IN_STEP_SECONDS`` between two statements has lost its client: the
-  server ends it (``idle_in_transaction_session_timeout``), so its locks do not outlive it.
+  server ends it (``idle_in_transaction_session_timeout``), so its locks do not outlive it;
+  one whose client is gone while a statement runs ends within ``CLIENT_CHECK_SECONDS``
+  (``client_connection_check_interval``).
 * Every connection the runner opens pins ``search_path`` to ``pg_catalog, pg_temp`` before
   its first statement, so no schema the migrator's role or session puts on its path (and
   another role may write, like PostgreSQL 14's ``public``) can put a function in the way
@@ -72,6 +74,11 @@ LOCK_TIMEOUT_ENV = "PGRUN_MIGRATE_LOCK_TIMEOUT"
 #: gone), and the locks it holds, which stall every worker, go in a minute rather than when
 #: the server's TCP keepalive notices (two hours by the usual kernel defaults).
 IDLE_IN_STEP_SECONDS = 60
+#: How often the server looks whether migrate's client is still there while one of its
+#: statements runs (``client_connection_check_interval``): a migrate killed inside a long
+#: statement (an index built on a large table, a wait for a lock) would otherwise leave that
+#: statement running to its end, holding the step's locks, before the server noticed.
+CLIENT_CHECK_SECONDS = 1
 
 
 class MigrationError(RuntimeError):
@@ -467,6 +474,7 @@ def migrate(
         # The migrations' own statements wait for the locks they need as long as it takes.
         conn.execute("SET lock_timeout = 0")
         conn.execute(f"SET idle_in_transaction_session_timeout = '{IDLE_IN_STEP_SECONDS}s'")
+        conn.execute(f"SET client_connection_check_interval = '{CLIENT_CHECK_SECONDS}s'")
         if wanted_prefix:
             conn.execute("SELECT set_config('pgrun.role_prefix', %s, false)", (wanted_prefix,))
         # One transaction per step: lock, read the history, refuse or apply the next file.
@@ -703,6 +711,8 @@ SET LOCAL search_path = pg_catalog, pg_temp;
 -- The transaction holds locks that stall every worker: a psql that falls silent in it (killed,
 -- frozen, its network gone) has the server end it after {idle} s idle (docs/migrations.md).
 SET LOCAL idle_in_transaction_session_timeout = '{idle}s';
+-- ... and one killed while a statement runs has it end then, not when the statement would.
+SET LOCAL client_connection_check_interval = '{check}s';
 -- pgrun's group roles are <prefix>_owner, _admin, _producer, _worker, _reader (docs/security.md);
 -- the prefix of a first install comes from: psql -v role_prefix=... (default pgrun)
 \\if :{{?role_prefix}}
@@ -813,6 +823,7 @@ def sql_bundle(idle_seconds: int = IDLE_IN_STEP_SECONDS) -> str:
             lock_lo=ADVISORY_LOCK_KEY & 0xFFFFFFFF,
             known=known,
             idle=idle_seconds,
+            check=CLIENT_CHECK_SECONDS,
         )
     ]
     for m in code:
