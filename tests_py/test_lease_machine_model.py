@@ -1,0 +1,360 @@
+"""The lease machine against a model of it, over sequences Hypothesis draws (docs/lease-machine.md).
+
+The pgTAP suites pin each transition on its own; this walks random sequences of them over a
+handful of jobs (enqueue, claim, heartbeat, complete, fail, release, cancel, requeue, the
+reaper, and time passing on the test clock) and after every step compares each job's row with
+a model written from the docs: its status, attempt, total_attempts, run_at, lease (token,
+expiry, worker), cancel request, its rows in job_attempts and its open dead letters. Every
+write is made with the current token, a token of an earlier claim, or one no claim gave, so the
+lease checks (lost_reason) are walked through too. Hypothesis shrinks a failing sequence to a
+short one and prints it as the steps to replay.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+
+from pgrun.testing import install_test_clock
+
+START = datetime(2031, 1, 1, tzinfo=UTC)
+JOB_TYPE = "model.job"
+WORKERS = ("model-w1", "model-w2")
+REAP_DELAY = 2  # seconds: the reaper's retry_delay in every reap here
+
+
+@dataclass
+class Job:
+    """What the docs say a job's row holds."""
+
+    id: uuid.UUID
+    max_attempts: int
+    run_at: datetime
+    status: str = "queued"
+    attempt: int = 0
+    total_attempts: int = 0
+    token: uuid.UUID | None = None
+    expires: datetime | None = None
+    worker: str | None = None
+    cancel_requested: bool = False  # cancel_requested_at set: until a requeue clears it
+    tokens: list[uuid.UUID] = field(default_factory=list)  # every token a claim gave it
+    attempt_rows: int = 0  # its rows in job_attempts: one a claim, none for a released claim
+    dead_letters: int = 0  # open ones (not requeued)
+
+
+def lost_reason(job: Job, token: uuid.UUID, now: datetime) -> str | None:
+    """Why a write under ``token`` is refused (the order the docs give), or None."""
+    if job.status != "running":
+        return "not_running"
+    if token != job.token:
+        return "token_mismatch"
+    assert job.expires is not None
+    if job.expires <= now:
+        return "lease_expired"
+    return None
+
+
+def some_job(data: st.DataObject, model: dict[uuid.UUID, Job]) -> Job:
+    """A job for a write: three times in four a running one (when one runs), so that writes
+    meet live leases as often as lost ones."""
+    running = [j for j in model.values() if j.status == "running"]
+    if running and data.draw(st.integers(0, 3), label="prefer running"):
+        return data.draw(st.sampled_from(running), label="job")
+    return data.draw(st.sampled_from(list(model.values())), label="job")
+
+
+class LeaseMachine(RuleBasedStateMachine):
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        super().__init__()
+        self.conn = conn
+        conn.execute("TRUNCATE pgrun.jobs CASCADE")
+        self.now = START
+        self.model: dict[uuid.UUID, Job] = {}
+        self._set_clock()
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    def _set_clock(self) -> None:
+        self.conn.execute("SELECT set_config('pgrun.fake_now', %s, false)", (self.now.isoformat(),))
+
+    def _token(self, job: Job, which: str) -> uuid.UUID:
+        """The current token, one an earlier claim gave, or one no claim gave."""
+        if which == "current" and job.token is not None:
+            return job.token
+        if which == "earlier" and len(job.tokens) > 1:
+            return job.tokens[-2]
+        if which == "earlier" and job.tokens and job.token is None:
+            return job.tokens[-1]
+        return uuid.uuid4()
+
+    def _error(self, sql: str, params: tuple[Any, ...]) -> tuple[str | None, str | None]:
+        """Run a call that may raise; (sqlstate, message) when it did, else (None, None)."""
+        try:
+            with self.conn.transaction():
+                self.conn.execute(sql, params).fetchall()
+        except psycopg.Error as exc:
+            return exc.sqlstate, exc.diag.message_primary
+        return None, None
+
+    def _end_attempt(self, job: Job) -> None:
+        job.token = None
+        job.expires = None
+
+    def _die(self, job: Job) -> None:
+        self._end_attempt(job)
+        job.status = "dead"
+        job.dead_letters += 1
+
+    def _cancel(self, job: Job) -> None:
+        self._end_attempt(job)
+        job.status = "cancelled"
+
+    # -- rules ---------------------------------------------------------------------------
+
+    @rule(max_attempts=st.integers(1, 3), delay=st.sampled_from([0, 3, 30]))
+    def enqueue(self, max_attempts: int, delay: int) -> None:
+        row = self.conn.execute(
+            "SELECT job_id, run_at FROM pgrun.enqueue_job(job_type => %s, max_attempts => %s, "
+            "delay => make_interval(secs => %s))",
+            (JOB_TYPE, max_attempts, delay),
+        ).fetchone()
+        assert row is not None
+        job = Job(row[0], max_attempts, self.now + timedelta(seconds=delay))
+        assert row[1] == job.run_at
+        self.model[job.id] = job
+
+    # twice: a claim is drawn twice as often as any other step, so that leases are out often
+    @rule(max_jobs=st.integers(1, 3), lease=st.sampled_from([5, 20]), worker=st.sampled_from(WORKERS))
+    def claim(self, max_jobs: int, lease: int, worker: str) -> None:
+        self._claim(max_jobs, lease, worker)
+
+    @rule(max_jobs=st.integers(1, 3), lease=st.sampled_from([5, 20]), worker=st.sampled_from(WORKERS))
+    def claim_again(self, max_jobs: int, lease: int, worker: str) -> None:
+        self._claim(max_jobs, lease, worker)
+
+    def _claim(self, max_jobs: int, lease: int, worker: str) -> None:
+        rows = self.conn.execute(
+            "SELECT job_id, attempt, lease_token, lease_expires_at FROM pgrun.claim_jobs(%s, %s, %s)",
+            (worker, lease, max_jobs),
+        ).fetchall()
+        ready = sorted(
+            (j for j in self.model.values() if j.status == "queued" and j.run_at <= self.now),
+            key=lambda j: (j.run_at, j.id),
+        )
+        assert [r[0] for r in rows] == [j.id for j in ready[:max_jobs]]
+        for job_id, attempt, token, expires in rows:
+            job = self.model[job_id]
+            job.status = "running"
+            job.attempt += 1
+            job.total_attempts += 1
+            job.token = token
+            job.tokens.append(token)
+            job.expires = self.now + timedelta(seconds=lease)
+            job.worker = worker
+            job.attempt_rows += 1
+            assert (attempt, expires) == (job.attempt, job.expires)
+
+    @precondition(lambda self: bool(self.model))
+    @rule(
+        data=st.data(),
+        which=st.sampled_from(["current", "current", "earlier", "unknown"]),
+        other_worker=st.booleans(),
+        lease=st.sampled_from([5, 20]),
+    )
+    def heartbeat(self, data: st.DataObject, which: str, other_worker: bool, lease: int) -> None:
+        job = some_job(data, self.model)
+        token = self._token(job, which)
+        worker = WORKERS[1] if job.worker == WORKERS[0] else WORKERS[0]
+        if not other_worker and job.worker is not None:
+            worker = job.worker
+        row = self.conn.execute(
+            "SELECT renewed, lease_expires_at, cancel_requested FROM pgrun.heartbeat_jobs(%s, %s, %s, %s)",
+            (worker, lease, [job.id], [token]),
+        ).fetchone()
+        assert row is not None
+        renewed = lost_reason(job, token, self.now) is None and worker == job.worker
+        assert row[0] is renewed
+        if renewed:
+            job.expires = self.now + timedelta(seconds=lease)
+            assert row[1] == job.expires
+            assert row[2] is job.cancel_requested
+
+    def _end_claim(self, job: Job, token: uuid.UUID, ended: str, sql: str) -> bool:
+        """A write that ends a claim with outcome ``ended`` (``sql``: the batch form's call on
+        one job, selecting outcome and lost_reason): refused for a lost lease, cancelled when a
+        cancel was asked; whether it ended as ``ended``, for the caller to follow in the model."""
+        row = self.conn.execute(sql, ([job.id], [token])).fetchone()
+        reason = lost_reason(job, token, self.now)
+        if reason is not None:
+            assert row == ("lease_lost", reason)
+        elif job.cancel_requested:
+            assert row == ("cancelled", None)
+            self._cancel(job)
+        else:
+            assert row == (ended, None)
+        return reason is None and not job.cancel_requested
+
+    @precondition(lambda self: bool(self.model))
+    @rule(data=st.data(), which=st.sampled_from(["current", "current", "earlier", "unknown"]))
+    def complete(self, data: st.DataObject, which: str) -> None:
+        job = some_job(data, self.model)
+        sql = "SELECT outcome, lost_reason FROM pgrun.complete_jobs(%s, %s)"
+        if self._end_claim(job, self._token(job, which), "succeeded", sql):
+            job.status = "succeeded"
+            job.expires = None  # a succeeded job keeps its token
+
+    @precondition(lambda self: bool(self.model))
+    @rule(
+        data=st.data(),
+        which=st.sampled_from(["current", "current", "earlier", "unknown"]),
+        retryable=st.booleans(),
+        delay=st.sampled_from([0, 4, 15]),
+    )
+    def fail(self, data: st.DataObject, which: str, retryable: bool, delay: int) -> None:
+        job = some_job(data, self.model)
+        token = self._token(job, which)
+        row = self.conn.execute(
+            "SELECT outcome, run_at, lost_reason FROM pgrun.fail_jobs(%s, %s, retryable => %s, "
+            "retry_delays => %s::interval[])",
+            ([job.id], [token], [retryable], [timedelta(seconds=delay)]),
+        ).fetchone()
+        reason = lost_reason(job, token, self.now)
+        if reason is not None:
+            assert row == ("lease_lost", None, reason)
+        elif job.cancel_requested:
+            assert row == ("cancelled", None, None)
+            self._cancel(job)
+        elif retryable and job.attempt < job.max_attempts:
+            self._end_attempt(job)
+            job.status = "queued"
+            job.run_at = self.now + timedelta(seconds=delay)
+            assert row == ("retry_scheduled", job.run_at, None)
+        else:
+            assert row == ("dead", None, None)
+            self._die(job)
+
+    @precondition(lambda self: bool(self.model))
+    @rule(data=st.data(), which=st.sampled_from(["current", "current", "earlier", "unknown"]))
+    def release(self, data: st.DataObject, which: str) -> None:
+        job = some_job(data, self.model)
+        sql = "SELECT outcome, lost_reason FROM pgrun.release_jobs(%s, %s)"
+        if self._end_claim(job, self._token(job, which), "released", sql):
+            self._end_attempt(job)
+            job.status = "queued"
+            job.attempt -= 1
+            job.attempt_rows -= 1  # the handler never ran: no attempt row
+
+    @precondition(lambda self: bool(self.model))
+    @rule(data=st.data())
+    def cancel(self, data: st.DataObject) -> None:
+        job = some_job(data, self.model)
+        if job.status in ("succeeded", "dead", "cancelled"):
+            assert self._error("SELECT pgrun.cancel_job(%s)", (job.id,)) == ("RQ001", "job.not_cancellable")
+            return
+        row = self.conn.execute("SELECT pgrun.cancel_job(%s)", (job.id,)).fetchone()
+        if job.status == "queued":
+            assert row == ("cancelled",)
+            self._cancel(job)
+        else:
+            assert row == ("cancel_requested",)
+        job.cancel_requested = True  # cancel_requested_at: when it was asked, whichever it was
+
+    @precondition(lambda self: bool(self.model))
+    @rule(data=st.data())
+    def requeue(self, data: st.DataObject) -> None:
+        job = some_job(data, self.model)
+        if job.status not in ("dead", "cancelled"):
+            assert self._error("SELECT pgrun.requeue_job(%s)", (job.id,)) == ("RQ001", "job.not_requeueable")
+            return
+        row = self.conn.execute("SELECT pgrun.requeue_job(%s)", (job.id,)).fetchone()
+        job.status = "queued"
+        job.attempt = 0
+        job.run_at = self.now
+        job.cancel_requested = False
+        job.dead_letters = 0
+        assert row == (job.run_at,)
+
+    @rule(seconds=st.sampled_from([1, 4, 10, 25]))
+    def time_passes(self, seconds: int) -> None:
+        self.now += timedelta(seconds=seconds)
+        self._set_clock()
+
+    @rule()
+    def reap(self) -> None:
+        rows = self.conn.execute(
+            "SELECT job_id, outcome, run_at FROM pgrun.reap_expired_leases(1000, make_interval(secs => %s))",
+            (REAP_DELAY,),
+        ).fetchall()
+        expired = [j for j in self.model.values() if j.expires is not None and j.expires <= self.now]
+        assert sorted(r[0] for r in rows) == sorted(j.id for j in expired)
+        outcomes = {r[0]: (r[1], r[2]) for r in rows}
+        for job in expired:
+            if job.cancel_requested:
+                assert outcomes[job.id] == ("cancelled", None)
+                self._cancel(job)
+            elif job.attempt < job.max_attempts:
+                self._end_attempt(job)
+                job.status = "queued"
+                job.run_at = self.now + timedelta(seconds=REAP_DELAY)
+                assert outcomes[job.id] == ("lease_expired", job.run_at)
+            else:
+                assert outcomes[job.id] == ("dead", None)
+                self._die(job)
+
+    # -- what the rows must say after every step ------------------------------------------
+
+    @invariant()
+    def rows_match_the_model(self) -> None:
+        rows = self.conn.execute(
+            """
+            SELECT j.id, j.status, j.attempt, j.total_attempts, j.run_at, j.lease_token,
+                   j.lease_expires_at, j.worker_id, j.cancel_requested_at IS NOT NULL,
+                   (SELECT count(*) FROM pgrun.job_attempts AS a WHERE a.job_id = j.id),
+                   (SELECT count(*) FROM pgrun.job_dead_letters AS d
+                    WHERE d.job_id = j.id AND d.requeued_at IS NULL)
+            FROM pgrun.jobs AS j
+            """
+        ).fetchall()
+        found = {row[0]: row[1:] for row in rows}
+        assert set(found) == set(self.model)
+        for job in self.model.values():
+            expected = (
+                job.status,
+                job.attempt,
+                job.total_attempts,
+                job.run_at,
+                job.token if job.status in ("running", "succeeded") else None,
+                job.expires,
+                job.worker,
+                job.cancel_requested,
+                job.attempt_rows,
+                job.dead_letters,
+            )
+            assert found[job.id] == expected, (job, found[job.id])
+
+
+def test_the_lease_machine_follows_its_model(db: str) -> None:
+    install_test_clock(db)
+    with psycopg.connect(db, autocommit=True) as conn:
+        run_state_machine_as_test(
+            lambda: LeaseMachine(conn),
+            settings=settings(
+                max_examples=150,
+                stateful_step_count=50,
+                deadline=None,
+                suppress_health_check=[HealthCheck.too_slow],
+            ),
+        )
