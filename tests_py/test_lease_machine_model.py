@@ -1,13 +1,15 @@
 """The lease machine against a model of it, over sequences Hypothesis draws (docs/lease-machine.md).
 
 The pgTAP suites pin each transition on its own; this walks random sequences of them over a
-handful of jobs (enqueue, claim, heartbeat, complete, fail, release, cancel, requeue, the
-reaper, and time passing on the test clock) and after every step compares each job's row with
-a model written from the docs: its status, attempt, total_attempts, run_at, lease (token,
-expiry, worker), cancel request, its rows in job_attempts and its open dead letters. Every
-write is made with the current token, a token of an earlier claim, or one no claim gave, so the
-lease checks (lost_reason) are walked through too. Hypothesis shrinks a failing sequence to a
-short one and prints it as the steps to replay.
+handful of jobs (enqueue, claim, heartbeat, complete, fail, continue, release, cancel, requeue,
+the reaper, and time passing on the test clock) and after every step compares each job's row
+with a model written from the docs: its status, attempt, total_attempts, run_at (claim order,
+retry delays: the call's, the step's, the backoff's), lease (token, expiry, worker), cancel
+request, step and the step's budget and delay, its rows in job_attempts and its open dead
+letters. Every write is made with the current token, a token of an earlier claim, or one no
+claim gave, so the lease checks (lost_reason) are walked through too, and a worker's cycle
+(claim one job, then end its claim or vanish) takes jobs through many steps. Hypothesis shrinks
+a failing sequence to a short one and prints it as the steps to replay.
 """
 
 from __future__ import annotations
@@ -33,7 +35,14 @@ from pgrun.testing import install_test_clock
 START = datetime(2031, 1, 1, tzinfo=UTC)
 JOB_TYPE = "model.job"
 WORKERS = ("model-w1", "model-w2")
-REAP_DELAY = 2  # seconds: the reaper's retry_delay in every reap here
+# The type's backoff, without jitter so that a retry's time is known: 3 s, 6 s, then 10 s
+BACKOFF_BASE, BACKOFF_MAX = 3, 10
+DELAYS = st.sampled_from([None, 0, 4, 15])  # seconds; None: the argument left out
+REAP_DELAYS = st.sampled_from([None, 2])  # the reaper's retry_delay
+MAX_JOBS = 4
+ContinueArguments = tuple[str, int | None, int | None, int | None]
+# continue_job's next_step, delay, max_attempts (the step's budget) and retry_delay (the step's)
+CONTINUES = st.tuples(st.sampled_from(["two", "three"]), DELAYS, st.sampled_from([None, 1, 2]), DELAYS)
 
 
 @dataclass
@@ -42,6 +51,7 @@ class Job:
 
     id: uuid.UUID
     max_attempts: int
+    priority: int
     run_at: datetime
     status: str = "queued"
     attempt: int = 0
@@ -50,6 +60,9 @@ class Job:
     expires: datetime | None = None
     worker: str | None = None
     cancel_requested: bool = False  # cancel_requested_at set: until a requeue clears it
+    step: str | None = None
+    step_max_attempts: int | None = None  # continue_job's budget for the step, else max_attempts
+    step_retry_delay: int | None = None  # continue_job's delay between the step's attempts
     tokens: list[uuid.UUID] = field(default_factory=list)  # every token a claim gave it
     attempt_rows: int = 0  # its rows in job_attempts: one a claim, none for a released claim
     dead_letters: int = 0  # open ones (not requeued)
@@ -67,6 +80,20 @@ def lost_reason(job: Job, token: uuid.UUID, now: datetime) -> str | None:
     return None
 
 
+def budget(job: Job) -> int:
+    return job.step_max_attempts or job.max_attempts
+
+
+def retry_delay(job: Job, first: int | None, second: int | None) -> timedelta:
+    """The delay before a retry: ``first`` when given, else ``second``, else the backoff
+    after the attempt that just ended. fail_jobs passes (its own, the step's), the reaper
+    (the step's, its own)."""
+    for seconds in (first, second):
+        if seconds is not None:
+            return timedelta(seconds=seconds)
+    return timedelta(seconds=min(BACKOFF_MAX, BACKOFF_BASE * 2 ** (job.attempt - 1)))
+
+
 def some_job(data: st.DataObject, model: dict[uuid.UUID, Job]) -> Job:
     """A job for a write: three times in four a running one (when one runs), so that writes
     meet live leases as often as lost ones."""
@@ -81,6 +108,11 @@ class LeaseMachine(RuleBasedStateMachine):
         super().__init__()
         self.conn = conn
         conn.execute("TRUNCATE pgrun.jobs CASCADE")
+        conn.execute(
+            "SELECT pgrun.upsert_job_definition(%s, backoff_base_seconds => %s, "
+            "backoff_max_seconds => %s, backoff_jitter => 0)",
+            (JOB_TYPE, BACKOFF_BASE, BACKOFF_MAX),
+        )
         self.now = START
         self.model: dict[uuid.UUID, Job] = {}
         self._set_clock()
@@ -124,15 +156,21 @@ class LeaseMachine(RuleBasedStateMachine):
 
     # -- rules ---------------------------------------------------------------------------
 
-    @rule(max_attempts=st.integers(1, 3), delay=st.sampled_from([0, 3, 30]))
-    def enqueue(self, max_attempts: int, delay: int) -> None:
+    # a few jobs at a time, so that each goes through many steps
+    @precondition(lambda self: sum(j.status in ("queued", "running") for j in self.model.values()) < MAX_JOBS)
+    @rule(
+        max_attempts=st.integers(1, 3),
+        priority=st.sampled_from([None, 50, 150]),
+        delay=st.sampled_from([0, 0, 3, 30]),
+    )
+    def enqueue(self, max_attempts: int, priority: int | None, delay: int) -> None:
         row = self.conn.execute(
             "SELECT job_id, run_at FROM pgrun.enqueue_job(job_type => %s, max_attempts => %s, "
-            "delay => make_interval(secs => %s))",
-            (JOB_TYPE, max_attempts, delay),
+            "priority => %s, delay => make_interval(secs => %s))",
+            (JOB_TYPE, max_attempts, priority, delay),
         ).fetchone()
         assert row is not None
-        job = Job(row[0], max_attempts, self.now + timedelta(seconds=delay))
+        job = Job(row[0], max_attempts, priority or 100, self.now + timedelta(seconds=delay))
         assert row[1] == job.run_at
         self.model[job.id] = job
 
@@ -145,17 +183,18 @@ class LeaseMachine(RuleBasedStateMachine):
     def claim_again(self, max_jobs: int, lease: int, worker: str) -> None:
         self._claim(max_jobs, lease, worker)
 
-    def _claim(self, max_jobs: int, lease: int, worker: str) -> None:
+    def _claim(self, max_jobs: int, lease: int, worker: str) -> list[Job]:
         rows = self.conn.execute(
-            "SELECT job_id, attempt, lease_token, lease_expires_at FROM pgrun.claim_jobs(%s, %s, %s)",
+            "SELECT job_id, attempt, max_attempts, step, lease_token, lease_expires_at "
+            "FROM pgrun.claim_jobs(%s, %s, %s)",
             (worker, lease, max_jobs),
         ).fetchall()
         ready = sorted(
             (j for j in self.model.values() if j.status == "queued" and j.run_at <= self.now),
-            key=lambda j: (j.run_at, j.id),
+            key=lambda j: (j.priority, j.run_at, j.id),
         )
         assert [r[0] for r in rows] == [j.id for j in ready[:max_jobs]]
-        for job_id, attempt, token, expires in rows:
+        for job_id, attempt, max_attempts, step, token, expires in rows:
             job = self.model[job_id]
             job.status = "running"
             job.attempt += 1
@@ -165,7 +204,32 @@ class LeaseMachine(RuleBasedStateMachine):
             job.expires = self.now + timedelta(seconds=lease)
             job.worker = worker
             job.attempt_rows += 1
-            assert (attempt, expires) == (job.attempt, job.expires)
+            assert (attempt, max_attempts, step, expires) == (job.attempt, budget(job), job.step, job.expires)
+        return [self.model[row[0]] for row in rows]
+
+    @rule(
+        data=st.data(),
+        write=st.sampled_from(["complete", "fail", "continue", "continue", "release", "vanish"]),
+        lease=st.sampled_from([5, 20]),
+        worker=st.sampled_from(WORKERS),
+    )
+    def work(self, data: st.DataObject, write: str, lease: int, worker: str) -> None:
+        """A worker's cycle: claim one job, then end its claim under the live token, or vanish
+        (its lease runs out and the reaper takes the job); the rules below also write to jobs
+        picked at random, under any token."""
+        for job in self._claim(1, lease, worker):
+            assert job.token is not None
+            if write == "complete":
+                self._complete(job, job.token)
+            elif write == "fail":
+                self._fail(job, job.token, data.draw(st.booleans()), data.draw(DELAYS))
+            elif write == "continue":
+                self._continue(job, job.token, *data.draw(CONTINUES))
+            elif write == "release":
+                self._release(job, job.token)
+            else:
+                self._time_passes(lease)
+                self._reap(data.draw(REAP_DELAYS))
 
     @precondition(lambda self: bool(self.model))
     @rule(
@@ -211,8 +275,11 @@ class LeaseMachine(RuleBasedStateMachine):
     @rule(data=st.data(), which=st.sampled_from(["current", "current", "earlier", "unknown"]))
     def complete(self, data: st.DataObject, which: str) -> None:
         job = some_job(data, self.model)
+        self._complete(job, self._token(job, which))
+
+    def _complete(self, job: Job, token: uuid.UUID) -> None:
         sql = "SELECT outcome, lost_reason FROM pgrun.complete_jobs(%s, %s)"
-        if self._end_claim(job, self._token(job, which), "succeeded", sql):
+        if self._end_claim(job, token, "succeeded", sql):
             job.status = "succeeded"
             job.expires = None  # a succeeded job keeps its token
 
@@ -221,15 +288,17 @@ class LeaseMachine(RuleBasedStateMachine):
         data=st.data(),
         which=st.sampled_from(["current", "current", "earlier", "unknown"]),
         retryable=st.booleans(),
-        delay=st.sampled_from([0, 4, 15]),
+        delay=DELAYS,
     )
-    def fail(self, data: st.DataObject, which: str, retryable: bool, delay: int) -> None:
+    def fail(self, data: st.DataObject, which: str, retryable: bool, delay: int | None) -> None:
         job = some_job(data, self.model)
-        token = self._token(job, which)
+        self._fail(job, self._token(job, which), retryable, delay)
+
+    def _fail(self, job: Job, token: uuid.UUID, retryable: bool, delay: int | None) -> None:
         row = self.conn.execute(
             "SELECT outcome, run_at, lost_reason FROM pgrun.fail_jobs(%s, %s, retryable => %s, "
             "retry_delays => %s::interval[])",
-            ([job.id], [token], [retryable], [timedelta(seconds=delay)]),
+            ([job.id], [token], [retryable], [None if delay is None else timedelta(seconds=delay)]),
         ).fetchone()
         reason = lost_reason(job, token, self.now)
         if reason is not None:
@@ -237,21 +306,64 @@ class LeaseMachine(RuleBasedStateMachine):
         elif job.cancel_requested:
             assert row == ("cancelled", None, None)
             self._cancel(job)
-        elif retryable and job.attempt < job.max_attempts:
+        elif retryable and job.attempt < budget(job):
             self._end_attempt(job)
             job.status = "queued"
-            job.run_at = self.now + timedelta(seconds=delay)
+            job.run_at = self.now + retry_delay(job, delay, job.step_retry_delay)
             assert row == ("retry_scheduled", job.run_at, None)
         else:
             assert row == ("dead", None, None)
             self._die(job)
 
     @precondition(lambda self: bool(self.model))
+    @rule(
+        data=st.data(),
+        which=st.sampled_from(["current", "current", "earlier", "unknown"]),
+        arguments=CONTINUES,
+    )
+    def continue_(
+        self, data: st.DataObject, which: str, arguments: tuple[str, int | None, int | None, int | None]
+    ) -> None:
+        job = some_job(data, self.model)
+        self._continue(job, self._token(job, which), *arguments)
+
+    def _continue(
+        self,
+        job: Job,
+        token: uuid.UUID,
+        next_step: str,
+        delay: int | None,
+        max_attempts: int | None,
+        step_delay: int | None,
+    ) -> None:
+        seconds = [None if d is None else timedelta(seconds=d) for d in (delay, step_delay)]
+        call = "SELECT outcome, run_at FROM pgrun.continue_job(%s, %s, %s, NULL, %s, %s, %s)"
+        params = (job.id, token, next_step, seconds[0], max_attempts, seconds[1])
+        if lost_reason(job, token, self.now) is not None:
+            assert self._error(call, params) == ("RQ004", "job.lease_lost")
+            return
+        row = self.conn.execute(call, params).fetchone()
+        # the next step and its budget and delay are stored whether it runs or a cancel wins
+        job.step, job.step_max_attempts, job.step_retry_delay = next_step, max_attempts, step_delay
+        if job.cancel_requested:
+            assert row == ("cancelled", None)
+            self._cancel(job)
+            return
+        self._end_attempt(job)
+        job.status = "queued"
+        job.attempt = 0
+        job.run_at = self.now + timedelta(seconds=delay or 0)
+        assert row == ("continued", job.run_at)
+
+    @precondition(lambda self: bool(self.model))
     @rule(data=st.data(), which=st.sampled_from(["current", "current", "earlier", "unknown"]))
     def release(self, data: st.DataObject, which: str) -> None:
         job = some_job(data, self.model)
+        self._release(job, self._token(job, which))
+
+    def _release(self, job: Job, token: uuid.UUID) -> None:
         sql = "SELECT outcome, lost_reason FROM pgrun.release_jobs(%s, %s)"
-        if self._end_claim(job, self._token(job, which), "released", sql):
+        if self._end_claim(job, token, "released", sql):
             self._end_attempt(job)
             job.status = "queued"
             job.attempt -= 1
@@ -289,14 +401,20 @@ class LeaseMachine(RuleBasedStateMachine):
 
     @rule(seconds=st.sampled_from([1, 4, 10, 25]))
     def time_passes(self, seconds: int) -> None:
+        self._time_passes(seconds)
+
+    def _time_passes(self, seconds: int) -> None:
         self.now += timedelta(seconds=seconds)
         self._set_clock()
 
-    @rule()
-    def reap(self) -> None:
+    @rule(delay=REAP_DELAYS)
+    def reap(self, delay: int | None) -> None:
+        self._reap(delay)
+
+    def _reap(self, delay: int | None) -> None:
         rows = self.conn.execute(
-            "SELECT job_id, outcome, run_at FROM pgrun.reap_expired_leases(1000, make_interval(secs => %s))",
-            (REAP_DELAY,),
+            "SELECT job_id, outcome, run_at FROM pgrun.reap_expired_leases(1000, %s)",
+            (None if delay is None else timedelta(seconds=delay),),
         ).fetchall()
         expired = [j for j in self.model.values() if j.expires is not None and j.expires <= self.now]
         assert sorted(r[0] for r in rows) == sorted(j.id for j in expired)
@@ -305,10 +423,10 @@ class LeaseMachine(RuleBasedStateMachine):
             if job.cancel_requested:
                 assert outcomes[job.id] == ("cancelled", None)
                 self._cancel(job)
-            elif job.attempt < job.max_attempts:
+            elif job.attempt < budget(job):
                 self._end_attempt(job)
                 job.status = "queued"
-                job.run_at = self.now + timedelta(seconds=REAP_DELAY)
+                job.run_at = self.now + retry_delay(job, job.step_retry_delay, delay)
                 assert outcomes[job.id] == ("lease_expired", job.run_at)
             else:
                 assert outcomes[job.id] == ("dead", None)
@@ -322,6 +440,7 @@ class LeaseMachine(RuleBasedStateMachine):
             """
             SELECT j.id, j.status, j.attempt, j.total_attempts, j.run_at, j.lease_token,
                    j.lease_expires_at, j.worker_id, j.cancel_requested_at IS NOT NULL,
+                   j.step, j.step_max_attempts, extract(epoch FROM j.step_retry_delay)::int,
                    (SELECT count(*) FROM pgrun.job_attempts AS a WHERE a.job_id = j.id),
                    (SELECT count(*) FROM pgrun.job_dead_letters AS d
                     WHERE d.job_id = j.id AND d.requeued_at IS NULL)
@@ -340,6 +459,9 @@ class LeaseMachine(RuleBasedStateMachine):
                 job.expires,
                 job.worker,
                 job.cancel_requested,
+                job.step,
+                job.step_max_attempts,
+                job.step_retry_delay,
                 job.attempt_rows,
                 job.dead_letters,
             )
@@ -352,7 +474,7 @@ def test_the_lease_machine_follows_its_model(db: str) -> None:
         run_state_machine_as_test(
             lambda: LeaseMachine(conn),
             settings=settings(
-                max_examples=150,
+                max_examples=300,
                 stateful_step_count=50,
                 deadline=None,
                 suppress_health_check=[HealthCheck.too_slow],
