@@ -20,16 +20,15 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
     invariant,
     precondition,
     rule,
-    run_state_machine_as_test,
 )
 
+from model_support import refusal, run_model
 from pgrun.testing import install_test_clock
 
 START = datetime(2031, 1, 1, tzinfo=UTC)
@@ -131,15 +130,6 @@ class LeaseMachine(RuleBasedStateMachine):
         if which == "earlier" and job.tokens and job.token is None:
             return job.tokens[-1]
         return uuid.uuid4()
-
-    def _error(self, sql: str, params: tuple[Any, ...]) -> tuple[str | None, str | None]:
-        """Run a call that may raise; (sqlstate, message) when it did, else (None, None)."""
-        try:
-            with self.conn.transaction():
-                self.conn.execute(sql, params).fetchall()
-        except psycopg.Error as exc:
-            return exc.sqlstate, exc.diag.message_primary
-        return None, None
 
     def _end_attempt(self, job: Job) -> None:
         job.token = None
@@ -340,7 +330,7 @@ class LeaseMachine(RuleBasedStateMachine):
         call = "SELECT outcome, run_at FROM pgrun.continue_job(%s, %s, %s, NULL, %s, %s, %s)"
         params = (job.id, token, next_step, seconds[0], max_attempts, seconds[1])
         if lost_reason(job, token, self.now) is not None:
-            assert self._error(call, params) == ("RQ004", "job.lease_lost")
+            assert refusal(self.conn, call, params) == ("RQ004", "job.lease_lost")
             return
         row = self.conn.execute(call, params).fetchone()
         # the next step and its budget and delay are stored whether it runs or a cancel wins
@@ -374,7 +364,10 @@ class LeaseMachine(RuleBasedStateMachine):
     def cancel(self, data: st.DataObject) -> None:
         job = some_job(data, self.model)
         if job.status in ("succeeded", "dead", "cancelled"):
-            assert self._error("SELECT pgrun.cancel_job(%s)", (job.id,)) == ("RQ001", "job.not_cancellable")
+            assert refusal(self.conn, "SELECT pgrun.cancel_job(%s)", (job.id,)) == (
+                "RQ001",
+                "job.not_cancellable",
+            )
             return
         row = self.conn.execute("SELECT pgrun.cancel_job(%s)", (job.id,)).fetchone()
         if job.status == "queued":
@@ -389,7 +382,10 @@ class LeaseMachine(RuleBasedStateMachine):
     def requeue(self, data: st.DataObject) -> None:
         job = some_job(data, self.model)
         if job.status not in ("dead", "cancelled"):
-            assert self._error("SELECT pgrun.requeue_job(%s)", (job.id,)) == ("RQ001", "job.not_requeueable")
+            assert refusal(self.conn, "SELECT pgrun.requeue_job(%s)", (job.id,)) == (
+                "RQ001",
+                "job.not_requeueable",
+            )
             return
         row = self.conn.execute("SELECT pgrun.requeue_job(%s)", (job.id,)).fetchone()
         job.status = "queued"
@@ -471,12 +467,4 @@ class LeaseMachine(RuleBasedStateMachine):
 def test_the_lease_machine_follows_its_model(db: str) -> None:
     install_test_clock(db)
     with psycopg.connect(db, autocommit=True) as conn:
-        run_state_machine_as_test(
-            lambda: LeaseMachine(conn),
-            settings=settings(
-                max_examples=300,
-                stateful_step_count=50,
-                deadline=None,
-                suppress_health_check=[HealthCheck.too_slow],
-            ),
-        )
+        run_model(lambda: LeaseMachine(conn), examples=300, steps=50)

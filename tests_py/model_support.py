@@ -1,0 +1,38 @@
+"""What the model-based tests share (test_lease_machine_model.py, test_workflow_model.py): a
+Hypothesis state machine over one real connection, and how a call that must be refused is read."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+from hypothesis import HealthCheck, settings
+from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
+
+
+def run_model(machine: Callable[[], RuleBasedStateMachine], examples: int, steps: int) -> None:
+    """Run ``machine`` (a fresh one per example) for ``examples`` sequences of at most
+    ``steps`` steps. No deadline: a step is a few database calls, and the machines are shared."""
+    run_state_machine_as_test(
+        machine,
+        settings=settings(
+            max_examples=examples,
+            stateful_step_count=steps,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow],
+        ),
+    )
+
+
+def refusal(
+    conn: psycopg.Connection[Any], sql: str, params: tuple[Any, ...]
+) -> tuple[str | None, str | None]:
+    """Run a call that should raise, in a transaction of its own; (sqlstate, message) when it
+    did (a pgrun error's message is its code), else (None, None)."""
+    try:
+        with conn.transaction():
+            conn.execute(sql, params).fetchall()
+    except psycopg.Error as exc:
+        return exc.sqlstate, exc.diag.message_primary
+    return None, None
