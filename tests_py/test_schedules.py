@@ -279,6 +279,26 @@ def test_downtime_then_restart_obeys_each_catch_up_policy_and_the_backfill_cap(d
         assert len(plan_times(conn, "all-uncapped")) == 30
 
 
+def test_none_fires_a_plan_time_exactly_the_grace_late_and_skips_one_a_second_later(db: str) -> None:
+    """``none`` fires plan times "at most misfire_grace_seconds late": a pass exactly the grace
+    after a plan time fires it, one a second later skips it."""
+    cron = "*/10 * * * *"
+    with session(db) as conn, scheduler_at(db) as s:
+        declare(
+            conn, T0 + timedelta(minutes=5), name="edge", cron=cron, job_type="test.cron", catch_up="none"
+        )
+        report = s.pass_at(T0 + timedelta(minutes=11))  # 0:10 is 60 s late: within the grace
+        assert plan_times(conn, "edge") == [T0 + timedelta(minutes=10)]
+        assert (report.fired, report.skipped) == (1, 0)
+        declare(
+            conn, T0 + timedelta(minutes=15), name="late", cron=cron, job_type="test.cron", catch_up="none"
+        )
+        report = s.pass_at(T0 + timedelta(minutes=21, seconds=1))  # 0:20 is 61 s late: not
+        assert plan_times(conn, "edge") == [T0 + timedelta(minutes=10)]
+        assert plan_times(conn, "late") == []
+        assert (report.fired, report.skipped) == (0, 2)
+
+
 def test_a_long_outage_of_a_per_second_schedule_plans_quickly(db: str) -> None:
     with session(db) as conn, scheduler_at(db) as s:
         declare(

@@ -199,10 +199,13 @@ def plan(
         raise InvalidInputError("schedule.invalid_catch_up", f"catch_up {catch_up!r}")
     keep = backfill_limit if catch_up == "all" else 1
     if catch_up == "none":
-        # only times within the grace window can fire: start the walk there
+        # only times within the grace window can fire: start the walk there. A time exactly
+        # the grace late is within it (due_times takes times after its start, so the walk
+        # starts a microsecond before the window, or at planned_until when that is later).
         grace_start = db_now - timedelta(seconds=misfire_grace_seconds)
-        times, skipped = due_times(cron, timezone, max(planned_until, grace_start), db_now, None)
-        if grace_start > planned_until and next_after(cron, timezone, planned_until) <= grace_start:
+        after = max(planned_until, grace_start - timedelta(microseconds=1))
+        times, skipped = due_times(cron, timezone, after, db_now, None)
+        if grace_start > planned_until and next_after(cron, timezone, planned_until) < grace_start:
             skipped += 1  # at least one; the exact count is not worth the walk
     else:
         times, skipped = due_times(cron, timezone, planned_until, db_now, keep)
