@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
+from croniter import croniter
 
 from pgrun import scheduler as sched
 from pgrun.client import AsyncClient, _run_on, _upsert_schedule
@@ -37,6 +38,15 @@ def declare(conn: psycopg.Connection[Any], moment: datetime, **kwargs: Any) -> U
     with croniter, then upsert_schedule is called through the client's own call path."""
     at(conn, moment)
     return _run_on(conn, _upsert_schedule(**ScheduleDeclaration(**kwargs).arguments()))
+
+
+def every(cron: str, after: datetime, upto: datetime) -> list[datetime]:
+    """The plan times of ``cron`` t with after < t <= upto, as croniter gives them."""
+    it = croniter(cron, after)
+    out: list[datetime] = []
+    while (t := it.get_next(datetime)) <= upto:
+        out.append(t)
+    return out
 
 
 def ticks(conn: psycopg.Connection[Any], name: str) -> list[tuple[str, datetime]]:

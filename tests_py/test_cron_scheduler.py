@@ -22,7 +22,6 @@ from uuid import uuid4
 
 import psycopg
 import pytest
-from croniter import croniter
 from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
 
@@ -32,7 +31,7 @@ from pgrun.client import AsyncClient, Client
 from pgrun.config import Config
 from pgrun.results import ClaimedSchedule
 from pgrun.testing import install_test_clock
-from schedule_support import T0, at, declare, scheduler_at, session, ticks
+from schedule_support import T0, at, declare, every, scheduler_at, session, ticks
 
 
 @pytest.fixture
@@ -40,14 +39,6 @@ def db(db: str) -> str:
     """The migrated database, with the test clock that honours pgrun.fake_now."""
     install_test_clock(db)
     return db
-
-
-def every(cron: str, after: datetime, upto: datetime) -> list[datetime]:
-    it = croniter(cron, after)
-    out: list[datetime] = []
-    while (t := it.get_next(datetime)) <= upto:
-        out.append(t)
-    return out
 
 
 def schedule(conn: psycopg.Connection[Any], name: str) -> dict[str, Any]:
