@@ -1,19 +1,21 @@
 """The lease machine against a model of it, over sequences Hypothesis draws (docs/lease-machine.md).
 
 The pgTAP suites pin each transition on its own; this walks random sequences of them over a
-handful of jobs (enqueue, claim, heartbeat, complete, fail, continue, release, cancel, requeue,
-the reaper, and time passing on the test clock) and after every step compares each job's row
-with a model written from the docs: its status, attempt, total_attempts, run_at (claim order,
-retry delays: the call's, the step's, the backoff's), lease (token, expiry, worker), cancel
-request, step and the step's budget and delay, its rows in job_attempts and its open dead
-letters. Every write is made with the current token, a token of an earlier claim, or one no
-claim gave, so the lease checks (lost_reason) are walked through too, and a worker's cycle
-(claim one job, then end its claim or vanish) takes jobs through many steps. Hypothesis shrinks
-a failing sequence to a short one and prints it as the steps to replay.
+handful of jobs (enqueue, also with an idempotency key through either door, claim, heartbeat,
+complete, fail, continue, release, cancel, requeue, the reaper, and time passing on the test
+clock) and after every step compares each job's row with a model written from the docs: its
+status, attempt, total_attempts, run_at (claim order, retry delays: the call's, the step's,
+the backoff's), lease (token, expiry, worker), cancel request, step and the step's budget and
+delay, its rows in job_attempts and its open dead letters. Every write is made with the
+current token, a token of an earlier claim, or one no claim gave, so the lease checks
+(lost_reason) are walked through too, and a worker's cycle (claim one job, then end its claim
+or vanish) takes jobs through many steps. Hypothesis shrinks a failing sequence to a short one
+and prints it as the steps to replay.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -52,6 +54,8 @@ class Job:
     max_attempts: int
     priority: int
     run_at: datetime
+    key: str | None = None  # its idempotency key
+    request: tuple[int, int | None, int] = (0, None, 0)  # max_attempts, priority, delay as asked
     status: str = "queued"
     attempt: int = 0
     total_attempts: int = 0
@@ -152,16 +156,44 @@ class LeaseMachine(RuleBasedStateMachine):
         max_attempts=st.integers(1, 3),
         priority=st.sampled_from([None, 50, 150]),
         delay=st.sampled_from([0, 0, 3, 30]),
+        key=st.sampled_from([None, None, "k1", "k2"]),
+        door=st.sampled_from(["enqueue_job", "enqueue_jobs"]),
     )
-    def enqueue(self, max_attempts: int, priority: int | None, delay: int) -> None:
-        row = self.conn.execute(
-            "SELECT job_id, run_at FROM pgrun.enqueue_job(job_type => %s, max_attempts => %s, "
-            "priority => %s, delay => make_interval(secs => %s))",
-            (JOB_TYPE, max_attempts, priority, delay),
-        ).fetchone()
-        assert row is not None
-        job = Job(row[0], max_attempts, priority or 100, self.now + timedelta(seconds=delay))
-        assert row[1] == job.run_at
+    def enqueue(
+        self, max_attempts: int, priority: int | None, delay: int, key: str | None, door: str
+    ) -> None:
+        """A job, or with an idempotency key already held: the same request (through either
+        door) returns its job, created = false, whatever its status; another is refused."""
+        request = (max_attempts, priority, delay)
+        if door == "enqueue_job":
+            call = (
+                "SELECT job_id, created FROM pgrun.enqueue_job(job_type => %s, max_attempts => %s, "
+                "priority => %s, delay => make_interval(secs => %s), idempotency_key => %s)"
+            )
+            params: tuple[Any, ...] = (JOB_TYPE, max_attempts, priority, delay, key)
+        else:
+            element = {"job_type": JOB_TYPE, "max_attempts": max_attempts, "delay": delay}
+            element |= {"priority": priority} if priority is not None else {}
+            element |= {"idempotency_key": key} if key is not None else {}
+            call = "SELECT job_id, created FROM pgrun.enqueue_jobs(%s)"
+            params = (json.dumps([element]),)
+        holder = next((j for j in self.model.values() if key is not None and j.key == key), None)
+        if holder is not None and holder.request != request:
+            assert refusal(self.conn, call, params) == ("RQ001", "job.enqueue_conflicting_retry")
+            return
+        row = self.conn.execute(call, params).fetchone()
+        if holder is not None:
+            assert row == (holder.id, False)
+            return
+        assert row is not None and row[1] is True
+        job = Job(
+            row[0],
+            max_attempts,
+            priority or 100,
+            self.now + timedelta(seconds=delay),
+            key=key,
+            request=request,
+        )
         self.model[job.id] = job
 
     # twice: a claim is drawn twice as often as any other step, so that leases are out often
