@@ -2,15 +2,16 @@
 
 The pgTAP suites pin each transition on its own; this walks random sequences of them over a
 handful of jobs (enqueue, also with an idempotency key through either door, claim, heartbeat,
-complete, fail, continue, release, cancel, requeue, the reaper, and time passing on the test
-clock) and after every step compares each job's row with a model written from the docs: its
-status, attempt, total_attempts, run_at (claim order, retry delays: the call's, the step's,
-the backoff's), lease (token, expiry, worker), cancel request, step and the step's budget and
-delay, its rows in job_attempts and its open dead letters. Every write is made with the
-current token, a token of an earlier claim, or one no claim gave, so the lease checks
-(lost_reason) are walked through too, and a worker's cycle (claim one job, then end its claim
-or vanish) takes jobs through many steps. Hypothesis shrinks a failing sequence to a short one
-and prints it as the steps to replay.
+complete, fail, continue, release, cancel, requeue, the reaper, purges, and time passing on
+the test clock) and after every step compares each job's row with a model written from the
+docs: its status, attempt, total_attempts, run_at (claim order, retry delays: the call's, the
+step's, the backoff's), lease (token, expiry, worker), cancel request, step and the step's
+budget and delay, finished_at, its rows in job_attempts and its open dead letters, and that no
+history outlives a purged job. Every write is made with the current token, a token of an
+earlier claim, or one no claim gave, so the lease checks (lost_reason) are walked through too,
+and a worker's cycle (claim one job, then end its claim or vanish) takes jobs through many
+steps. Hypothesis shrinks a failing sequence to a short one and prints it as the steps to
+replay.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ class Job:
     tokens: list[uuid.UUID] = field(default_factory=list)  # every token a claim gave it
     attempt_rows: int = 0  # its rows in job_attempts: one a claim, none for a released claim
     dead_letters: int = 0  # open ones (not requeued)
+    finished_at: datetime | None = None
 
 
 def lost_reason(job: Job, token: uuid.UUID, now: datetime) -> str | None:
@@ -110,7 +112,11 @@ class LeaseMachine(RuleBasedStateMachine):
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         super().__init__()
         self.conn = conn
-        conn.execute("TRUNCATE pgrun.jobs CASCADE")
+        # the history tables carry no foreign keys (docs/lease-machine.md): each goes by name
+        conn.execute(
+            "TRUNCATE pgrun.jobs, pgrun.job_events, pgrun.job_dead_letters, pgrun.job_logs, "
+            "pgrun.job_log_counts CASCADE"
+        )
         conn.execute(
             "SELECT pgrun.upsert_job_definition(%s, backoff_base_seconds => %s, "
             "backoff_max_seconds => %s, backoff_jitter => 0)",
@@ -142,11 +148,13 @@ class LeaseMachine(RuleBasedStateMachine):
     def _die(self, job: Job) -> None:
         self._end_attempt(job)
         job.status = "dead"
+        job.finished_at = self.now
         job.dead_letters += 1
 
     def _cancel(self, job: Job) -> None:
         self._end_attempt(job)
         job.status = "cancelled"
+        job.finished_at = self.now
 
     # -- rules ---------------------------------------------------------------------------
 
@@ -303,6 +311,7 @@ class LeaseMachine(RuleBasedStateMachine):
         sql = "SELECT outcome, lost_reason FROM pgrun.complete_jobs(%s, %s)"
         if self._end_claim(job, token, "succeeded", sql):
             job.status = "succeeded"
+            job.finished_at = self.now
             job.expires = None  # a succeeded job keeps its token
 
     @precondition(lambda self: bool(self.model))
@@ -423,9 +432,23 @@ class LeaseMachine(RuleBasedStateMachine):
         job.status = "queued"
         job.attempt = 0
         job.run_at = self.now
+        job.finished_at = None
         job.cancel_requested = False
         job.dead_letters = 0
         assert row == (job.run_at,)
+
+    @rule(older_than=st.sampled_from([0, 0, 30]))
+    def purge(self, older_than: int) -> None:
+        """Finished jobs that finished before now - older_than go, with their history (their
+        keys are free again); queued and running ones stay, however old."""
+        cutoff = self.now - timedelta(seconds=older_than)
+        gone = [j.id for j in self.model.values() if j.finished_at is not None and j.finished_at < cutoff]
+        purged = self.conn.execute(
+            "SELECT pgrun.purge_finished_jobs(make_interval(secs => %s), 1000)", (older_than,)
+        ).fetchone()
+        assert purged == (len(gone),)
+        for job_id in gone:
+            del self.model[job_id]
 
     @rule(seconds=st.sampled_from([1, 4, 10, 25]))
     def time_passes(self, seconds: int) -> None:
@@ -471,10 +494,18 @@ class LeaseMachine(RuleBasedStateMachine):
                    j.step, j.step_max_attempts, extract(epoch FROM j.step_retry_delay)::int,
                    (SELECT count(*) FROM pgrun.job_attempts AS a WHERE a.job_id = j.id),
                    (SELECT count(*) FROM pgrun.job_dead_letters AS d
-                    WHERE d.job_id = j.id AND d.requeued_at IS NULL)
+                    WHERE d.job_id = j.id AND d.requeued_at IS NULL),
+                   j.finished_at
             FROM pgrun.jobs AS j
             """
         ).fetchall()
+        # what purge left of a purged job's history: nothing
+        for history in ("job_events", "job_dead_letters"):
+            orphans = self.conn.execute(
+                f"SELECT count(*) FROM pgrun.{history} AS h "
+                "WHERE NOT EXISTS (SELECT FROM pgrun.jobs AS j WHERE j.id = h.job_id)"
+            ).fetchone()
+            assert orphans == (0,), history
         found = {row[0]: row[1:] for row in rows}
         assert set(found) == set(self.model)
         for job in self.model.values():
@@ -492,6 +523,7 @@ class LeaseMachine(RuleBasedStateMachine):
                 job.step_retry_delay,
                 job.attempt_rows,
                 job.dead_letters,
+                job.finished_at,
             )
             assert found[job.id] == expected, (job, found[job.id])
 
