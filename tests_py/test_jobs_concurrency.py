@@ -1,12 +1,16 @@
-"""Job transitions that need several real sessions: claim races, caps, keyed enqueue races, NOTIFY.
+"""Job transitions that need several real sessions: claim races, caps, keyed enqueue races, NOTIFY,
+and every transition at once from many sessions (workers, a reaper, a canceller) with the counts
+checked against what each session was told.
 
 Each test gets its own migrated database (the `db` fixture) and commits for real.
 """
 
 from __future__ import annotations
 
+import random
 import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -296,3 +300,129 @@ def test_a_completion_locks_its_batch_in_id_order_whatever_the_input_order(db: s
                 holder.execute("COMMIT")  # lets the completion finish, also when the test fails
 
     assert completion.value == [(high, "succeeded"), (low, "succeeded")]
+
+
+SOAK_SECONDS = 3.0
+SOAK_JOBS = 400
+
+
+def soak_worker(
+    dsn: str, name: str, seed: int, deadline: float, log: list[tuple[str, Any, Any, Any]]
+) -> None:
+    """A worker that claims up to five jobs at a time on one-second leases and ends each claim
+    one way at random (complete, fail to retry, fail for good, release, heartbeat then complete,
+    complete under a token the job had before, or vanish: no write, the lease runs out). Every
+    claim and every write's answer goes to ``log`` as (what, job_id, token, outcome)."""
+    rng = random.Random(seed)
+    with connect(dsn) as conn:
+        while time.monotonic() < deadline:
+            rows = conn.execute(
+                "SELECT job_id, lease_token FROM pgrun.claim_jobs(%s, 1, 5, NULL, ARRAY['soak.job'])", (name,)
+            ).fetchall()
+            for job_id, token in rows:
+                log.append(("claim", job_id, token, None))
+                how = rng.choices(
+                    ["complete", "retry", "die", "release", "heartbeat", "vanish", "stale"],
+                    [55, 15, 5, 10, 8, 3, 4],
+                )[0]
+                if how == "vanish":
+                    continue
+                time.sleep(rng.uniform(0, 0.008))  # the handler: cancels and other writes meet it
+                if how == "stale":  # a write under a token this job had before, if any
+                    earlier = [t for what, j, t, _ in log if what == "claim" and j == job_id and t != token]
+                    token = earlier[-1] if earlier else uuid.uuid4()
+                    how = "complete"
+                if how == "heartbeat":
+                    renewed = conn.execute(
+                        "SELECT renewed FROM pgrun.heartbeat_jobs(%s, 1, %s, %s)", (name, [job_id], [token])
+                    ).fetchone()
+                    log.append(("heartbeat", job_id, token, renewed[0] if renewed else None))
+                    how = "complete"
+                if how == "complete":
+                    sql = "SELECT outcome FROM pgrun.complete_jobs(%s, %s)"
+                elif how == "release":
+                    sql = "SELECT outcome FROM pgrun.release_jobs(%s, %s)"
+                else:
+                    retryable = "true" if how == "retry" else "false"
+                    sql = f"SELECT outcome FROM pgrun.fail_jobs(%s, %s, retryable => ARRAY[{retryable}])"
+                    sql = sql[:-1] + ", retry_delays => ARRAY['0 s'::interval])"
+                row = conn.execute(sql, ([job_id], [token])).fetchone()
+                log.append((how, job_id, token, row[0] if row else None))
+            if not rows:
+                time.sleep(0.01)
+
+
+def test_mixed_transitions_from_many_sessions_keep_every_count(db: str) -> None:
+    """Four workers (random outcomes, one-second leases), a reaper and a canceller on 400 jobs
+    for a few seconds. Afterwards every count agrees with what the sessions were told: a job
+    succeeded at most once, and then under the token its completion was accepted with; its
+    total_attempts is the number of claims that returned it; job_attempts has one row per
+    claim that was not released, with distinct numbers; no lease token was handed out twice;
+    a dead job has one open dead letter; nothing still runs on an expired lease."""
+    with connect(db) as conn:
+        conn.execute(
+            "SELECT count(*) FROM pgrun.enqueue_jobs(%s)",
+            (Jsonb([{"job_type": "soak.job", "max_attempts": 3} for _ in range(SOAK_JOBS)]),),
+        )
+    logs: list[list[tuple[str, Any, Any, Any]]] = [[] for _ in range(4)]
+    deadline = time.monotonic() + SOAK_SECONDS
+
+    def side(i: int) -> None:
+        if i < 4:
+            soak_worker(db, f"soak-{i}", i, deadline, logs[i])
+            return
+        rng = random.Random(i)
+        with connect(db) as conn:
+            while time.monotonic() < deadline:
+                if i == 4:
+                    conn.execute("SELECT count(*) FROM pgrun.reap_expired_leases(1000, '0 s')")
+                    time.sleep(0.05)
+                    continue
+                # a running job half of the time (a cancel request its worker meets), else any
+                job = conn.execute(
+                    "SELECT id FROM pgrun.jobs WHERE job_type = 'soak.job' AND (%s OR status = 'running') "
+                    "ORDER BY random() LIMIT 1",
+                    (rng.random() < 0.5,),
+                ).fetchone()
+                if job is None:
+                    continue
+                try:
+                    conn.execute("SELECT pgrun.cancel_job(%s)", (job[0],))
+                except psycopg.Error as exc:  # a finished job: job.not_cancellable, nothing else
+                    assert exc.sqlstate == "RQ001", exc
+                time.sleep(0.01)
+
+    run_threads(6, side)
+    time.sleep(1.1)  # every lease handed out has expired: the reaper ends what is left
+    with connect(db) as conn:
+        conn.execute("SELECT count(*) FROM pgrun.reap_expired_leases(1000, '0 s')")
+        jobs = {
+            r[0]: r[1:]
+            for r in conn.execute(
+                "SELECT id, status, total_attempts, lease_token, lease_expires_at FROM pgrun.jobs"
+            ).fetchall()
+        }
+        attempts = conn.execute("SELECT job_id, attempt FROM pgrun.job_attempts").fetchall()
+        dead_letters = Counter(
+            r[0] for r in conn.execute("SELECT job_id FROM pgrun.job_dead_letters WHERE requeued_at IS NULL")
+        )
+    log = [entry for worker_log in logs for entry in worker_log]
+    claims = Counter(job_id for what, job_id, _, _ in log if what == "claim")
+    released = Counter(
+        job_id for what, job_id, _, outcome in log if what == "release" and outcome == "released"
+    )
+    succeeded = [(job_id, token) for _, job_id, token, outcome in log if outcome == "succeeded"]
+    tokens = [token for what, _, token, _ in log if what == "claim"]
+    assert len(tokens) == len(set(tokens)), "a lease token was handed out twice"
+    assert sum(claims.values()) > SOAK_JOBS / 2, "the workers did too little for the test to mean anything"
+    assert len(Counter(job_id for job_id, _ in succeeded)) == len(succeeded), "a job succeeded twice"
+    for job_id, token in succeeded:
+        assert jobs[job_id][0] == "succeeded" and jobs[job_id][2] == token
+    assert sum(status == "succeeded" for status, *_ in jobs.values()) == len(succeeded)
+    numbers = Counter(attempts)
+    assert max(numbers.values()) == 1, "two attempt rows with one number"
+    for job_id, (status, total_attempts, _, expires) in jobs.items():
+        assert total_attempts == claims[job_id], job_id
+        assert sum(1 for j, _ in attempts if j == job_id) == claims[job_id] - released[job_id], job_id
+        assert dead_letters[job_id] == (1 if status == "dead" else 0), job_id
+        assert status != "running" and expires is None, job_id
