@@ -5,11 +5,13 @@ Each example enqueues one run of a random DAG (two to six steps, job and externa
 edge on_success or on_terminal) and then drives it at random: a job step's job succeeds (its
 result the step's output), fails for good, fails and is retried, is cancelled while queued or
 while it runs; an external step is closed (succeeded or not, with an output, also when it is
-not waiting yet or already closed); the run is cancelled (also while one of its jobs runs).
-After every step each step's status, pending count, output and job, each job's status and
-payload (the step's payload plus the `dependencies` its prerequisites gave it at release), and
-the run's status and open step count are compared with the model. Hypothesis shrinks a run and
-a sequence that break it to a small DAG and a few steps.
+not waiting yet or already closed); the run is cancelled (also while one of its jobs runs);
+steps are appended behind open and finished steps; the run's enqueue and its appends are
+retried with their keys (the same request in another order, or a different one). After every
+step each step's status, pending count, output and job, each job's status and payload (the
+step's payload plus the `dependencies` its prerequisites gave it at release), and the run's
+status and open step count are compared with the model. Hypothesis shrinks a run and a sequence
+that break it to a small DAG and a few steps.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from hypothesis.stateful import (
 
 from model_support import refusal, run_model
 
+RUN_KEY = "model-run"
 TERMINAL = ("succeeded", "failed", "skipped", "cancelled")
 MAX_ATTEMPTS = 2  # every job step's: a retried job dies at its second failure
 
@@ -64,7 +67,8 @@ def dags(draw: st.DrawFn) -> list[Drawn]:
     return steps
 
 
-def spec_of(dag: list[Drawn]) -> str:
+def spec_of(dag: list[Drawn], run_key: str | None = None, metadata: dict[str, Any] | None = None) -> str:
+    """The run's spec (with an idempotency key and metadata when given), steps in ``dag``'s order."""
     steps = []
     for key, kind, edges in dag:
         item: dict[str, Any] = {"key": key, "kind": kind}
@@ -73,7 +77,10 @@ def spec_of(dag: list[Drawn]) -> str:
         if kind == "job":
             item |= {"job_type": f"wfmodel.{key}", "payload": {"k": key}, "max_attempts": MAX_ATTEMPTS}
         steps.append(item)
-    return json.dumps({"name": "model", "steps": steps})
+    spec: dict[str, Any] = {"name": "model", "steps": steps}
+    spec |= {"idempotency_key": run_key} if run_key is not None else {}
+    spec |= {"metadata": metadata} if metadata is not None else {}
+    return json.dumps(spec)
 
 
 class WorkflowMachine(RuleBasedStateMachine):
@@ -84,6 +91,8 @@ class WorkflowMachine(RuleBasedStateMachine):
         self.steps: dict[str, Step] = {}
         self.run_id: Any = None
         self.run_cancelled = False
+        self.dag: list[Drawn] = []
+        self.appends: dict[str, tuple[str, Any]] = {}  # mutation key: (its steps, its mutation)
         self.outputs = 0
 
     # -- the model -------------------------------------------------------------------------
@@ -146,8 +155,9 @@ class WorkflowMachine(RuleBasedStateMachine):
         for step in self.steps.values():
             for prerequisite, mode in step.depends_on:
                 self.steps[prerequisite].dependents.append((step.key, mode))
+        self.dag = dag
         row = self.conn.execute(
-            "SELECT run_id, status FROM pgrun.enqueue_workflow(%s)", (spec_of(dag),)
+            "SELECT run_id, status FROM pgrun.enqueue_workflow(%s)", (spec_of(dag, RUN_KEY),)
         ).fetchone()
         assert row is not None and row[1] == "running"
         self.run_id = row[0]
@@ -220,7 +230,7 @@ class WorkflowMachine(RuleBasedStateMachine):
         prerequisites = data.draw(st.lists(st.sampled_from(sorted(self.steps)), unique=True, max_size=3))
         edges = [(p, data.draw(st.sampled_from(["on_success", "on_terminal"]))) for p in prerequisites]
         spec = json.loads(spec_of([(key, kind, tuple(edges))]))["steps"]
-        call = "SELECT step_keys, run_status FROM pgrun.append_workflow_steps(%s, %s, %s)"
+        call = "SELECT step_keys, run_status, mutation_id FROM pgrun.append_workflow_steps(%s, %s, %s)"
         params = (self.run_id, f"append-{key}", json.dumps(spec))
         if self._run_status() != "running":
             assert refusal(self.conn, call, params) == ("RQ001", "workflow.run_finished")
@@ -234,7 +244,41 @@ class WorkflowMachine(RuleBasedStateMachine):
         for prerequisite, mode in edges:
             if self.steps[prerequisite].status in TERMINAL:
                 self._resolve(self.steps[prerequisite], step, mode)
-        assert row == ([key], self._run_status())
+        assert row is not None and row[:2] == ([key], self._run_status())
+        self.appends[f"append-{key}"] = (json.dumps(spec), row[2])
+
+    @rule(data=st.data(), different=st.booleans())
+    def enqueue_again(self, data: st.DataObject, different: bool) -> None:
+        """The run's enqueue retried with its key: the same request, its steps and edges in any
+        order, returns the run whatever it became; another (new metadata) is refused."""
+        dag = data.draw(st.permutations(self.dag))
+        dag = [(key, kind, tuple(data.draw(st.permutations(edges)))) for key, kind, edges in dag]
+        call = "SELECT run_id, created, status FROM pgrun.enqueue_workflow(%s)"
+        params = (spec_of(dag, RUN_KEY, {"v": 2} if different else None),)
+        if different:
+            assert refusal(self.conn, call, params) == ("RQ001", "workflow.enqueue_conflicting_retry")
+        else:
+            assert self.conn.execute(call, params).fetchone() == (self.run_id, False, self._run_status())
+
+    @precondition(lambda self: bool(self.appends))
+    @rule(data=st.data(), different=st.booleans())
+    def append_again(self, data: st.DataObject, different: bool) -> None:
+        """An append retried with its mutation key: the same steps return its mutation, also
+        once the run finished; other steps are refused."""
+        key = data.draw(st.sampled_from(sorted(self.appends)))
+        steps, mutation_id = self.appends[key]
+        if different:
+            steps = json.dumps([step | {"key": step["key"] + "x"} for step in json.loads(steps)])
+        call = "SELECT mutation_id, created, step_keys FROM pgrun.append_workflow_steps(%s, %s, %s)"
+        params = (self.run_id, key, steps)
+        if different:
+            assert refusal(self.conn, call, params) == ("RQ001", "workflow.append_conflicting_retry")
+        else:
+            assert self.conn.execute(call, params).fetchone() == (
+                mutation_id,
+                False,
+                [key.removeprefix("append-")],
+            )
 
     @rule(data=st.data(), while_a_job_runs=st.booleans())
     def cancel_the_run(self, data: st.DataObject, while_a_job_runs: bool) -> None:
