@@ -344,8 +344,10 @@ def soak_worker(
                     sql = "SELECT outcome FROM pgrun.release_jobs(%s, %s)"
                 else:
                     retryable = "true" if how == "retry" else "false"
-                    sql = f"SELECT outcome FROM pgrun.fail_jobs(%s, %s, retryable => ARRAY[{retryable}])"
-                    sql = sql[:-1] + ", retry_delays => ARRAY['0 s'::interval])"
+                    sql = (
+                        "SELECT outcome FROM pgrun.fail_jobs(%s, %s, "
+                        f"retryable => ARRAY[{retryable}], retry_delays => ARRAY['0 s'::interval])"
+                    )
                 row = conn.execute(sql, ([job_id], [token])).fetchone()
                 log.append((how, job_id, token, row[0] if row else None))
             if not rows:
