@@ -1,6 +1,7 @@
-"""Helpers of the scheduler tests (test_schedules.py, test_cron_scheduler.py): sessions on the
-test clock, declaring a schedule at a moment, reading the ticks a schedule fired, and running
-passes of the scheduler loop that ships (``pgrun.scheduler.Scheduler``) at a chosen moment."""
+"""Helpers of the scheduler tests (test_schedules.py, test_cron_scheduler.py,
+test_schedule_model.py; ``at`` serves test_lease_machine_model.py too): sessions on the test
+clock, declaring a schedule at a moment, reading the ticks a schedule fired, and running passes
+of the scheduler loop that ships (``pgrun.scheduler.Scheduler``) at a chosen moment."""
 
 from __future__ import annotations
 

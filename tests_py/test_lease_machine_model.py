@@ -33,6 +33,7 @@ from hypothesis.stateful import (
 
 from model_support import refusal, run_model
 from pgrun.testing import install_test_clock
+from schedule_support import at
 
 START = datetime(2031, 1, 1, tzinfo=UTC)
 JOB_TYPE = "model.job"
@@ -42,6 +43,8 @@ BACKOFF_BASE, BACKOFF_MAX = 3, 10
 DELAYS = st.sampled_from([None, 0, 4, 15])  # seconds; None: the argument left out
 REAP_DELAYS = st.sampled_from([None, 2])  # the reaper's retry_delay
 MAX_JOBS = 4
+# which token a write uses (_token): the live one half of the time
+TOKENS = st.sampled_from(["current", "current", "earlier", "unknown"])
 ContinueArguments = tuple[str, int | None, int | None, int | None]
 # continue_job's next_step, delay, max_attempts (the step's budget) and retry_delay (the step's)
 CONTINUES = st.tuples(st.sampled_from(["two", "three"]), DELAYS, st.sampled_from([None, 1, 2]), DELAYS)
@@ -124,12 +127,9 @@ class LeaseMachine(RuleBasedStateMachine):
         )
         self.now = START
         self.model: dict[uuid.UUID, Job] = {}
-        self._set_clock()
+        at(self.conn, self.now)
 
     # -- plumbing ------------------------------------------------------------------------
-
-    def _set_clock(self) -> None:
-        self.conn.execute("SELECT set_config('pgrun.fake_now', %s, false)", (self.now.isoformat(),))
 
     def _token(self, job: Job, which: str) -> uuid.UUID:
         """The current token, one an earlier claim gave, or one no claim gave."""
@@ -264,7 +264,7 @@ class LeaseMachine(RuleBasedStateMachine):
     @precondition(lambda self: bool(self.model))
     @rule(
         data=st.data(),
-        which=st.sampled_from(["current", "current", "earlier", "unknown"]),
+        which=TOKENS,
         other_worker=st.booleans(),
         lease=st.sampled_from([5, 20]),
     )
@@ -302,7 +302,7 @@ class LeaseMachine(RuleBasedStateMachine):
         return reason is None and not job.cancel_requested
 
     @precondition(lambda self: bool(self.model))
-    @rule(data=st.data(), which=st.sampled_from(["current", "current", "earlier", "unknown"]))
+    @rule(data=st.data(), which=TOKENS)
     def complete(self, data: st.DataObject, which: str) -> None:
         job = some_job(data, self.model)
         self._complete(job, self._token(job, which))
@@ -317,7 +317,7 @@ class LeaseMachine(RuleBasedStateMachine):
     @precondition(lambda self: bool(self.model))
     @rule(
         data=st.data(),
-        which=st.sampled_from(["current", "current", "earlier", "unknown"]),
+        which=TOKENS,
         retryable=st.booleans(),
         delay=DELAYS,
     )
@@ -349,7 +349,7 @@ class LeaseMachine(RuleBasedStateMachine):
     @precondition(lambda self: bool(self.model))
     @rule(
         data=st.data(),
-        which=st.sampled_from(["current", "current", "earlier", "unknown"]),
+        which=TOKENS,
         arguments=CONTINUES,
     )
     def continue_(
@@ -387,7 +387,7 @@ class LeaseMachine(RuleBasedStateMachine):
         assert row == ("continued", job.run_at)
 
     @precondition(lambda self: bool(self.model))
-    @rule(data=st.data(), which=st.sampled_from(["current", "current", "earlier", "unknown"]))
+    @rule(data=st.data(), which=TOKENS)
     def release(self, data: st.DataObject, which: str) -> None:
         job = some_job(data, self.model)
         self._release(job, self._token(job, which))
@@ -456,7 +456,7 @@ class LeaseMachine(RuleBasedStateMachine):
 
     def _time_passes(self, seconds: int) -> None:
         self.now += timedelta(seconds=seconds)
-        self._set_clock()
+        at(self.conn, self.now)
 
     @rule(delay=REAP_DELAYS)
     def reap(self, delay: int | None) -> None:
