@@ -12,6 +12,7 @@ is read through the public client.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
@@ -179,6 +180,53 @@ def test_news_during_a_short_claim_is_not_lost(db: str, monkeypatch: pytest.Monk
     took = run_worker_until(app, config, lambda c: starts == ["late"])
     assert enqueued
     assert took < 5, "the job waited for the poll"
+
+
+def test_a_capped_type_at_the_head_does_not_stall_the_jobs_behind_it(db: str) -> None:
+    """An idle worker (four slots, one claim out at a time, a 60 s poll) is woken by one
+    enqueue of thirty jobs of a type capped at one run at once, ahead of three others. Its
+    claim takes one capped job and the three others (the capped type's surplus takes no place
+    in the batch), so they run while the capped job does. When the cap cut that claim short,
+    the worker read it as a drained queue and slept: the three waited for the capped job to
+    end, or for the poll."""
+    release = threading.Event()
+    starts: list[str] = []
+    app = App()
+
+    @app.job("t.capped")
+    async def capped(ctx: JobContext) -> Any:
+        starts.append("capped")
+        await asyncio.to_thread(release.wait, 30)
+
+    @app.job("t.free")
+    async def free(ctx: JobContext) -> Any:
+        starts.append("free")
+
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("SELECT pgrun.set_job_runtime_config('t.capped', max_concurrency => 1)")
+    free_ids: list[UUID] = []
+
+    def free_done(client: Client) -> bool:
+        if not free_ids:
+            time.sleep(0.5)  # the worker is up, idle and listening by now
+            jobs = [{"job_type": "t.capped", "priority": 1}] * 30 + [
+                {"job_type": "t.free", "priority": 2}
+            ] * 3
+            free_ids.extend(r.job_id for r in client.enqueue_jobs(jobs)[30:])
+        done = finished(client, free_ids)
+        if done:
+            release.set()  # the capped job may end now
+        return done
+
+    config = fast_config(
+        db, poll_interval_ms=60_000, max_global_concurrency=4, prefetch=0, claims_in_flight=1
+    )
+    try:
+        took = run_worker_until(app, config, free_done, timeout=15)
+    finally:
+        release.set()
+    assert starts[:4].count("capped") == 1 and starts.count("free") == 3
+    assert took < 5, "the jobs behind the capped type waited for it to end"
 
 
 def test_a_stopping_worker_hands_back_the_jobs_of_a_claim_in_flight(

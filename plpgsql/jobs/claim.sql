@@ -33,10 +33,11 @@
 --      the claimer may take (_lease_lock_by_pair, jobs/_claim_pairs.sql): a claim never pays
 --      for ready jobs it may not take (docs/lease-machine.md "Ready jobs a claim passes
 --      over"); per capped type at most its room of them are kept (_lease_pick_by_room,
---      jobs/_claim_rooms.sql); then one UPDATE of the kept rows by tuple id, which returns
---      them in claim order.
--- A batch may therefore hold fewer than max_jobs jobs when a capped type has more ready
--- jobs at the head of the queue than room; its surplus stays queued for a later call.
+--      jobs/_claim_rooms.sql), and when that cut some, the types that filled their room are
+--      left out and the walk runs again for the places left; then one UPDATE of the kept
+--      rows by tuple id, which returns them in claim order.
+-- A capped type's surplus stays queued for a later call and takes no place in the batch: a
+-- batch holds fewer than max_jobs jobs only when no more are ready for the claimer.
 --
 -- Locks, in order: job_runtime_configs rows of capped types (job_type order, SKIP LOCKED),
 -- then the claimed jobs rows (claim order, SKIP LOCKED). Never waits on a row lock. Rows
@@ -106,6 +107,9 @@ DECLARE
     v_walk integer;
     v_read integer;
     v_tids tid[];
+    v_want integer;
+    v_kept tid[];
+    v_claimed tid[] := '{}'::tid[];
     v_unscoped boolean;
 BEGIN
     PERFORM pgrun._lease_check_worker(claim_jobs.worker_id, claim_jobs.lease_seconds);
@@ -226,81 +230,115 @@ BEGIN
 
     -- 4. The claim, in plpgsql steps, so a claim sets up only the statements it runs (one
     --    statement holding every path set them all up: ~90 us of a claim of one job, 18 %).
-    --
-    -- 4a. The walk: jobs_claim_idx in claim order, the claimer's filters and left-out types
-    --     applied to each entry's row, the rows it may take locked without waiting, until
-    --     max_jobs are. When every queued job is one it may take (not v_narrowed: no filter,
-    --     or only a job type filter that no queued job fails, no left-out type) the walk locks
-    --     in the scan and stops after max_jobs. Otherwise it reads at most v_walk
-    --     entries, unlocked and in claim order (the index's), and the ones it may take are
-    --     found again by tuple id and locked, until max_jobs are (a second read of each, the
-    --     price of the bound). The walk streams: a full claim stops early.
-    IF NOT v_narrowed THEN
-        -- The type filter after the lock, not in the scan: a job of another type enqueued
-        -- since the lookups is locked and left (the claim comes back short this once) rather
-        -- than read past, so the walk stays at max_jobs rows whatever commits meanwhile.
-        v_tids := array_remove(ARRAY(
-            SELECT CASE WHEN v_job_types IS NULL OR j.job_type = ANY(v_job_types) THEN j.ctid END
-            FROM pgrun.jobs AS j
-            WHERE j.status = 'queued' AND j.run_at <= v_now
-            ORDER BY j.priority, j.run_at, j.id
-            LIMIT claim_jobs.max_jobs
-            FOR UPDATE OF j SKIP LOCKED
-        ), NULL);
-    ELSE
-        WITH locked AS (
-            SELECT j.ctid AS tid
-            FROM (
-                SELECT x.ctid AS tid, x.job_type, x.queue, x.priority, x.run_at, x.id
-                FROM pgrun.jobs AS x
-                WHERE x.status = 'queued' AND x.run_at <= v_now
-                ORDER BY x.priority, x.run_at, x.id
-                LIMIT v_walk
-            ) AS w
-            JOIN pgrun.jobs AS j ON j.ctid = w.tid
-            WHERE j.status = 'queued'
-              AND (v_queues IS NULL OR w.queue = ANY(v_queues))
-              AND (v_job_types IS NULL OR w.job_type = ANY(v_job_types))
-              AND w.job_type <> ALL(v_excluded)
-            ORDER BY w.priority, w.run_at, w.id
-            LIMIT claim_jobs.max_jobs
-            FOR UPDATE OF j SKIP LOCKED
-        )
-        SELECT
-            ARRAY(SELECT l.tid FROM locked AS l),
-            -- how many entries the walk read, asked only when it came back short (then it read
-            -- them all): the ready entries up to the bound, counted again in this snapshot
-            CASE WHEN (SELECT count(*) FROM locked) < claim_jobs.max_jobs THEN (
-                SELECT count(*)::integer
-                FROM (SELECT 1 FROM pgrun.jobs AS x WHERE x.status = 'queued' AND x.run_at <= v_now LIMIT v_walk) AS h
-            ) END
-        INTO v_tids, v_read;
+    --    Steps 4a-4c run once, unless a capped type's rows beyond its room were found: then
+    --    again for the places those took (below).
+    LOOP
+        v_want := claim_jobs.max_jobs - cardinality(v_claimed);
 
-        -- 4b. Only when the walk came back short, stopped at its bound (it read v_walk
-        --     entries): the jobs it read may have been ones this claimer cannot take, and the
-        --     rest comes from one walk of jobs_claim_type_idx per (job type, queue) it may
-        --     take (_lease_lock_by_pair, jobs/_claim_pairs.sql).
-        IF cardinality(v_tids) < claim_jobs.max_jobs AND v_read = v_walk THEN
-            v_tids := v_tids || ARRAY(
-                SELECT m.r_tid
-                FROM pgrun._lease_lock_by_pair(
-                    v_now,
-                    claim_jobs.max_jobs - cardinality(v_tids),
-                    v_tids,
-                    v_queues,
-                    v_job_types,
-                    v_excluded
-                ) AS m
-            );
+        -- 4a. The walk: jobs_claim_idx in claim order, the claimer's filters and left-out
+        --     types applied to each entry's row, the rows it may take locked without waiting,
+        --     until v_want are. When every queued job is one it may take (not v_narrowed: no
+        --     filter, or only a job type filter that no queued job fails, no left-out type)
+        --     the walk locks in the scan and stops after v_want. Otherwise it reads at most
+        --     v_walk entries, unlocked and in claim order (the index's), and the ones it may
+        --     take (none already kept) are found again by tuple id and locked, until v_want
+        --     are (a second read of each, the price of the bound). The walk streams: a full
+        --     claim stops early.
+        IF NOT v_narrowed THEN
+            -- The type filter after the lock, not in the scan: a job of another type enqueued
+            -- since the lookups is locked and left (the claim comes back short this once) rather
+            -- than read past, so the walk stays at max_jobs rows whatever commits meanwhile.
+            v_tids := array_remove(ARRAY(
+                SELECT CASE WHEN v_job_types IS NULL OR j.job_type = ANY(v_job_types) THEN j.ctid END
+                FROM pgrun.jobs AS j
+                WHERE j.status = 'queued' AND j.run_at <= v_now
+                ORDER BY j.priority, j.run_at, j.id
+                LIMIT v_want
+                FOR UPDATE OF j SKIP LOCKED
+            ), NULL);
+        ELSE
+            WITH locked AS (
+                SELECT j.ctid AS tid
+                FROM (
+                    SELECT x.ctid AS tid, x.job_type, x.queue, x.priority, x.run_at, x.id
+                    FROM pgrun.jobs AS x
+                    WHERE x.status = 'queued' AND x.run_at <= v_now
+                    ORDER BY x.priority, x.run_at, x.id
+                    LIMIT v_walk
+                ) AS w
+                JOIN pgrun.jobs AS j ON j.ctid = w.tid
+                WHERE j.status = 'queued'
+                  AND (v_queues IS NULL OR w.queue = ANY(v_queues))
+                  AND (v_job_types IS NULL OR w.job_type = ANY(v_job_types))
+                  AND w.job_type <> ALL(v_excluded)
+                  AND w.tid <> ALL(v_claimed)
+                ORDER BY w.priority, w.run_at, w.id
+                LIMIT v_want
+                FOR UPDATE OF j SKIP LOCKED
+            )
+            SELECT
+                ARRAY(SELECT l.tid FROM locked AS l),
+                -- how many entries the walk read, asked only when it came back short (then it
+                -- read them all): the ready entries up to the bound, counted again in this
+                -- snapshot
+                CASE WHEN (SELECT count(*) FROM locked) < v_want THEN (
+                    SELECT count(*)::integer
+                    FROM (
+                        SELECT 1 FROM pgrun.jobs AS x WHERE x.status = 'queued' AND x.run_at <= v_now LIMIT v_walk
+                    ) AS h
+                ) END
+            INTO v_tids, v_read;
+
+            -- 4b. Only when the walk came back short, stopped at its bound (it read v_walk
+            --     entries): the jobs it read may have been ones this claimer cannot take, and
+            --     the rest comes from one walk of jobs_claim_type_idx per (job type, queue) it
+            --     may take (_lease_lock_by_pair, jobs/_claim_pairs.sql).
+            IF cardinality(v_tids) < v_want AND v_read = v_walk THEN
+                v_tids := v_tids || ARRAY(
+                    SELECT m.r_tid
+                    FROM pgrun._lease_lock_by_pair(
+                        v_now,
+                        v_want - cardinality(v_tids),
+                        v_claimed || v_tids,
+                        v_queues,
+                        v_job_types,
+                        v_excluded
+                    ) AS m
+                );
+            END IF;
         END IF;
-    END IF;
 
-    -- 4c. With a capped type in play, at most its room of its rows, in claim order
-    --     (_lease_pick_by_room, jobs/_claim_rooms.sql); the surplus stays queued (and locked
-    --     until the transaction ends).
-    IF cardinality(v_room_types) > 0 AND cardinality(v_tids) > 0 THEN
-        v_tids := ARRAY(SELECT r.r_tid FROM pgrun._lease_pick_by_room(v_tids, v_room_types, v_rooms) AS r);
-    END IF;
+        -- 4c. With a capped type in play, at most its room of its rows, in claim order
+        --     (_lease_pick_by_room, jobs/_claim_rooms.sql). The surplus stays queued (and
+        --     locked until the transaction ends); its places in the batch go to the next jobs
+        --     the claimer may take: the types that filled their room are left out and 4a-4c
+        --     run again for the places left, the rows kept so far passed over. So a claim
+        --     comes back short only when no more jobs are ready for it, which the Python
+        --     worker reads as a drained queue. Each round fills one type's room at least, so
+        --     there are at most as many rounds as capped types, plus one; a claim with no
+        --     capped type in play, or none whose rows overflowed, has one.
+        IF cardinality(v_room_types) = 0 OR cardinality(v_tids) = 0 THEN
+            v_claimed := v_claimed || v_tids;
+            EXIT;
+        END IF;
+        v_kept := ARRAY(SELECT r.r_tid FROM pgrun._lease_pick_by_room(v_tids, v_room_types, v_rooms) AS r);
+        v_claimed := v_claimed || v_kept;
+        -- Done when nothing was cut, the batch is full, or the round found all there was.
+        EXIT WHEN cardinality(v_kept) = cardinality(v_tids) OR cardinality(v_claimed) >= claim_jobs.max_jobs
+            OR cardinality(v_tids) < v_want;
+        -- Each capped type's room less what it just got; a type with none left is left out.
+        SELECT
+            coalesce(array_agg(r.job_type) FILTER (WHERE r.room > 0), '{}'),
+            coalesce(array_agg(r.room) FILTER (WHERE r.room > 0), '{}'),
+            v_excluded || coalesce(array_agg(r.job_type) FILTER (WHERE r.room <= 0), '{}')
+        INTO v_room_types, v_rooms, v_excluded
+        FROM (
+            SELECT t.job_type, t.room - (SELECT count(*) FROM pgrun.jobs AS j WHERE j.ctid = ANY(v_kept) AND j.job_type = t.job_type) AS room
+            FROM unnest(v_room_types, v_rooms) AS t (job_type, room)
+        ) AS r;
+        v_narrowed := TRUE;
+    END LOOP;
+    v_tids := v_claimed;
 
     -- 4d. The rows are found again by their tuple id (a TID scan, no index descent per job):
     --     they are locked by this transaction, so no other transaction can have moved them
@@ -351,7 +389,9 @@ COMMENT ON FUNCTION pgrun.claim_jobs(text, integer, integer, text[], text[]) IS
 'Claim up to max_jobs (1..1000) ready jobs (status queued, run_at <= now) for worker_id, lowest priority '
 'number first, then run_at, then id, optionally only from the given queues and job types (NULL = any, '
 'an empty array = none). Paused types are skipped and per-type max_concurrency caps are never exceeded '
-'(a capped type another claimer is claiming at this instant is skipped for this call). Ready jobs it may not '
+'(a capped type another claimer is claiming at this instant is skipped for this call); a capped type''s jobs '
+'beyond its room take no place in the batch, so a claim returns fewer than max_jobs only when no more jobs it '
+'may take are ready. Ready jobs it may not '
 'take (another queue or type, a paused or full type) cost it a bounded read however many sit ahead of its '
 'own. Each job becomes '
 'running under a fresh lease_token that expires lease_seconds (1..86400) from now, attempt and '
