@@ -1,5 +1,5 @@
-"""What the model-based tests share (test_lease_machine_model.py, test_workflow_model.py): a
-Hypothesis state machine over one real connection, and how a call that must be refused is read."""
+"""What the model-based tests (tests_py/test_*_model.py) share: a Hypothesis state machine
+over real connections, and how a call that must be refused is read."""
 
 from __future__ import annotations
 

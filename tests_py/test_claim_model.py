@@ -1,0 +1,240 @@
+"""What claim_jobs takes, against a model of it, over sequences Hypothesis draws
+(docs/lease-machine.md, "Concurrency caps" and "Ready jobs a claim passes over").
+
+test_lease_machine_model.py follows one job type in one queue through every transition; this
+follows the claim's choice among many: jobs of three types in two queues at three priorities,
+due now or later, paused types, per-type caps (set, lowered under what runs, cleared), claims
+filtered by queue and job type (left out, empty, one, several) and by a worker role whose
+scope stands in for its filters, and walls of ~120 ready jobs the claimer may not take ahead
+of the ones it may, so that the claim's bounded walk runs out and its per-(type, queue) step
+finds the batch. After every claim the rows it returned must be, in order, the first
+``max_jobs`` ready jobs the claimer may take in claim order (priority, run_at, id), each
+capped type taking at most its room (cap - running), and every job's status must match the
+model. Jobs end (complete), go back (release), are cancelled while queued, and time passes.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+import pytest
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from model_support import refusal, run_model
+from pgrun.testing import LoginRole, install_test_clock
+from schedule_support import at
+
+START = datetime(2032, 1, 1, tzinfo=UTC)
+TYPES = ("m.a", "m.b", "m.c")
+QUEUES = ("q1", "q2")
+# the scoped worker role's role_access: what a NULL filter stands for, and all it may name
+SCOPE_QUEUES = ("q1",)
+SCOPE_TYPES = ("m.a", "m.b")
+PRIORITIES = st.sampled_from([50, 100, 150])
+MAX_JOBS = st.integers(1, 6)
+WALL_SIZES = st.sampled_from([105, 125])  # past the walk's bound (4 x max_jobs + 100) for small claims
+MAX_QUEUED = 450  # walls stop once this many jobs wait
+
+
+Filter = list[str] | None  # a claim's queues or job_types argument
+
+
+def filters(values: tuple[str, ...]) -> st.SearchStrategy[Filter]:
+    """A claim's filter: left out (NULL), empty, or a few names in any order."""
+    return st.one_of(st.none(), st.lists(st.sampled_from(values), max_size=len(values), unique=True))
+
+
+@dataclass
+class Job:
+    id: uuid.UUID
+    job_type: str
+    queue: str
+    priority: int
+    run_at: datetime
+    status: str = "queued"
+    token: uuid.UUID | None = None
+
+
+class ClaimMachine(RuleBasedStateMachine):
+    def __init__(self, conn: psycopg.Connection[Any], worker: psycopg.Connection[Any]) -> None:
+        super().__init__()
+        self.conn = conn  # the superuser: an admin, unscoped
+        self.worker = worker  # a worker role scoped to SCOPE_QUEUES and SCOPE_TYPES
+        conn.execute("TRUNCATE pgrun.jobs, pgrun.job_events, pgrun.job_dead_letters CASCADE")
+        conn.execute("DELETE FROM pgrun.job_runtime_configs")
+        self.now = START
+        for session in (conn, worker):
+            at(session, self.now)
+        self.jobs: dict[uuid.UUID, Job] = {}
+        self.paused = dict.fromkeys(TYPES, False)
+        self.caps: dict[str, int | None] = dict.fromkeys(TYPES)
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    def _enqueue(self, job_type: str, queue: str, priority: int, delay: int, count: int) -> None:
+        element = {"job_type": job_type, "queue": queue, "priority": priority, "delay": delay}
+        rows = self.conn.execute(
+            "SELECT job_id, created FROM pgrun.enqueue_jobs(%s)", (json.dumps([element] * count),)
+        ).fetchall()
+        assert len(rows) == count and all(created for _, created in rows)
+        run_at = self.now + timedelta(seconds=delay)
+        for job_id, _ in rows:
+            self.jobs[job_id] = Job(job_id, job_type, queue, priority, run_at)
+
+    def _in_status(self, status: str) -> list[Job]:
+        return [j for j in self.jobs.values() if j.status == status]
+
+    def _expected(self, queues: Filter, job_types: Filter, max_jobs: int) -> list[Job]:
+        """The first max_jobs ready jobs in claim order that these filters, the pauses and
+        the caps' room let a claimer take."""
+        room = {
+            t: cap - sum(j.job_type == t for j in self._in_status("running"))
+            for t, cap in self.caps.items()
+            if cap is not None
+        }
+        ready = sorted(
+            (
+                j
+                for j in self._in_status("queued")
+                if j.run_at <= self.now
+                and (queues is None or j.queue in queues)
+                and (job_types is None or j.job_type in job_types)
+                and not self.paused[j.job_type]
+            ),
+            key=lambda j: (j.priority, j.run_at, j.id),
+        )
+        taken: list[Job] = []
+        for job in ready:
+            if len(taken) == max_jobs:
+                break
+            if job.job_type in room:
+                if room[job.job_type] <= 0:
+                    continue
+                room[job.job_type] -= 1
+            taken.append(job)
+        return taken
+
+    # -- rules ---------------------------------------------------------------------------
+
+    @rule(
+        job_type=st.sampled_from(TYPES),
+        queue=st.sampled_from(QUEUES),
+        priority=PRIORITIES,
+        delay=st.sampled_from([0, 0, 2, 10]),
+        count=st.integers(1, 3),
+    )
+    def enqueue(self, job_type: str, queue: str, priority: int, delay: int, count: int) -> None:
+        self._enqueue(job_type, queue, priority, delay, count)
+
+    @precondition(lambda self: len(self._in_status("queued")) < MAX_QUEUED)
+    @rule(job_type=st.sampled_from(TYPES), queue=st.sampled_from(QUEUES), size=WALL_SIZES)
+    def wall(self, job_type: str, queue: str, size: int) -> None:
+        """Many ready jobs of one type and queue at the best priority: ahead of every other
+        job in claim order, so a claimer that may not take them must find its jobs past them."""
+        self._enqueue(job_type, queue, 10, 0, size)
+
+    @rule(job_type=st.sampled_from(TYPES), paused=st.booleans())
+    def pause(self, job_type: str, paused: bool) -> None:
+        self.conn.execute("SELECT pgrun.set_job_runtime_config(%s, paused => %s)", (job_type, paused))
+        self.paused[job_type] = paused
+
+    @rule(job_type=st.sampled_from(TYPES), cap=st.sampled_from([None, 1, 2, 4]))
+    def cap(self, job_type: str, cap: int | None) -> None:
+        """Set a cap (also under what already runs of the type), or clear it."""
+        self.conn.execute(
+            "SELECT pgrun.set_job_runtime_config(%s, max_concurrency => %s, clear_max_concurrency => %s)",
+            (job_type, cap, cap is None),
+        )
+        self.caps[job_type] = cap
+
+    # twice: a claim is drawn twice as often as any other step
+    @rule(max_jobs=MAX_JOBS, queues=filters(QUEUES), job_types=filters(TYPES), scoped=st.booleans())
+    def claim(self, max_jobs: int, queues: Filter, job_types: Filter, scoped: bool) -> None:
+        self._claim(max_jobs, queues, job_types, scoped)
+
+    @rule(max_jobs=MAX_JOBS, queues=filters(QUEUES), job_types=filters(TYPES), scoped=st.booleans())
+    def claim_again(self, max_jobs: int, queues: Filter, job_types: Filter, scoped: bool) -> None:
+        self._claim(max_jobs, queues, job_types, scoped)
+
+    def _claim(self, max_jobs: int, queues: Filter, job_types: Filter, scoped: bool) -> None:
+        """A claim by the admin (its filters as given) or by the scoped worker role (a NULL
+        filter is its scope; a name outside it is refused, the queue checked first)."""
+        call = "SELECT job_id, lease_token FROM pgrun.claim_jobs('model-w', 3600, %s, %s, %s)"
+        params = (max_jobs, queues, job_types)
+        session = self.worker if scoped else self.conn
+        if scoped:
+            if queues is not None and not set(queues) <= set(SCOPE_QUEUES):
+                assert refusal(session, call, params) == ("42501", "access.queue_denied")
+                return
+            if job_types is not None and not set(job_types) <= set(SCOPE_TYPES):
+                assert refusal(session, call, params) == ("42501", "access.job_type_denied")
+                return
+            queues = list(SCOPE_QUEUES) if queues is None else queues
+            job_types = list(SCOPE_TYPES) if job_types is None else job_types
+        expected = self._expected(queues, job_types, max_jobs)
+        rows = session.execute(call, params).fetchall()
+        assert [r[0] for r in rows] == [j.id for j in expected]
+        for job_id, token in rows:
+            self.jobs[job_id].status = "running"
+            self.jobs[job_id].token = token
+
+    @precondition(lambda self: bool(self._in_status("running")))
+    @rule(data=st.data(), outcome=st.sampled_from(["complete", "complete", "release"]))
+    def end(self, data: st.DataObject, outcome: str) -> None:
+        """Some running jobs end (their type's room grows) or go back to queued (run_at as it was)."""
+        running = self._in_status("running")
+        chosen = data.draw(
+            st.lists(st.sampled_from(running), min_size=1, max_size=3, unique_by=lambda j: j.id)
+        )
+        function = "complete_jobs" if outcome == "complete" else "release_jobs"
+        rows = self.conn.execute(
+            f"SELECT outcome FROM pgrun.{function}(%s, %s)",
+            ([j.id for j in chosen], [j.token for j in chosen]),
+        ).fetchall()
+        assert rows == [("succeeded" if outcome == "complete" else "released",)] * len(chosen)
+        for job in chosen:
+            job.status = "succeeded" if outcome == "complete" else "queued"
+            job.token = None
+
+    @precondition(lambda self: bool(self._in_status("queued")))
+    @rule(data=st.data())
+    def cancel(self, data: st.DataObject) -> None:
+        job = data.draw(st.sampled_from(self._in_status("queued")))
+        self.conn.execute("SELECT pgrun.cancel_job(%s)", (job.id,))
+        job.status = "cancelled"
+
+    @rule(seconds=st.sampled_from([1, 3, 12]))
+    def time_passes(self, seconds: int) -> None:
+        self.now += timedelta(seconds=seconds)
+        for session in (self.conn, self.worker):
+            at(session, self.now)
+
+    @invariant()
+    def statuses_match_the_model(self) -> None:
+        found = dict(self.conn.execute("SELECT id, status FROM pgrun.jobs").fetchall())
+        assert found == {j.id: j.status for j in self.jobs.values()}
+
+
+@pytest.fixture
+def scoped_worker(db: str, roles: dict[str, LoginRole]) -> LoginRole:
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute(
+            "SELECT pgrun.set_role_access(%s, queues => %s, job_types => %s)",
+            (roles["worker"].name, list(SCOPE_QUEUES), list(SCOPE_TYPES)),
+        )
+    return roles["worker"]
+
+
+def test_claims_take_what_the_model_says(db: str, scoped_worker: LoginRole) -> None:
+    install_test_clock(db)
+    with (
+        psycopg.connect(db, autocommit=True) as conn,
+        psycopg.connect(scoped_worker.dsn(db), autocommit=True) as worker,
+    ):
+        run_model(lambda: ClaimMachine(conn, worker), examples=120, steps=40)
