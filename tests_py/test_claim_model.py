@@ -10,7 +10,8 @@ of the ones it may, so that the claim's bounded walk runs out and its per-(type,
 finds the batch. After every claim the rows it returned must be, in order, the first
 ``max_jobs`` ready jobs the claimer may take in claim order (priority, run_at, id), each
 capped type taking at most its room (cap - running), and every job's status must match the
-model. Jobs end (complete), go back (release), are cancelled while queued, and time passes.
+model. Jobs end (complete), go back (release), are cancelled while queued, and time passes;
+next_run_at, asked with the same filters, must name the earliest due time after now.
 """
 
 from __future__ import annotations
@@ -90,6 +91,25 @@ class ClaimMachine(RuleBasedStateMachine):
     def _in_status(self, status: str) -> list[Job]:
         return [j for j in self.jobs.values() if j.status == status]
 
+    def _scope(
+        self, scoped: bool, call: str, params: tuple[Any, ...], queues: Filter, job_types: Filter
+    ) -> tuple[Filter, Filter] | None:
+        """The filters a call works with: the admin's as given; the scoped worker role's with
+        its scope for a NULL one. None when the role's call must be (and was) refused for a
+        name outside its scope, the queue checked first."""
+        if not scoped:
+            return queues, job_types
+        if queues is not None and not set(queues) <= set(SCOPE_QUEUES):
+            assert refusal(self.worker, call, params) == ("42501", "access.queue_denied")
+            return None
+        if job_types is not None and not set(job_types) <= set(SCOPE_TYPES):
+            assert refusal(self.worker, call, params) == ("42501", "access.job_type_denied")
+            return None
+        return (
+            list(SCOPE_QUEUES) if queues is None else queues,
+            list(SCOPE_TYPES) if job_types is None else job_types,
+        )
+
     def _expected(self, queues: Filter, job_types: Filter, max_jobs: int) -> list[Job]:
         """The first max_jobs ready jobs in claim order that these filters, the pauses and
         the caps' room let a claimer take."""
@@ -167,22 +187,35 @@ class ClaimMachine(RuleBasedStateMachine):
         filter is its scope; a name outside it is refused, the queue checked first)."""
         call = "SELECT job_id, lease_token FROM pgrun.claim_jobs('model-w', 3600, %s, %s, %s)"
         params = (max_jobs, queues, job_types)
-        session = self.worker if scoped else self.conn
-        if scoped:
-            if queues is not None and not set(queues) <= set(SCOPE_QUEUES):
-                assert refusal(session, call, params) == ("42501", "access.queue_denied")
-                return
-            if job_types is not None and not set(job_types) <= set(SCOPE_TYPES):
-                assert refusal(session, call, params) == ("42501", "access.job_type_denied")
-                return
-            queues = list(SCOPE_QUEUES) if queues is None else queues
-            job_types = list(SCOPE_TYPES) if job_types is None else job_types
-        expected = self._expected(queues, job_types, max_jobs)
-        rows = session.execute(call, params).fetchall()
+        resolved = self._scope(scoped, call, params, queues, job_types)
+        if resolved is None:
+            return
+        expected = self._expected(*resolved, max_jobs)
+        rows = (self.worker if scoped else self.conn).execute(call, params).fetchall()
         assert [r[0] for r in rows] == [j.id for j in expected]
         for job_id, token in rows:
             self.jobs[job_id].status = "running"
             self.jobs[job_id].token = token
+
+    @rule(queues=filters(QUEUES), job_types=filters(TYPES), scoped=st.booleans())
+    def next_due(self, queues: Filter, job_types: Filter, scoped: bool) -> None:
+        """next_run_at: the earliest run_at after now among the queued jobs of these filters
+        (the scoped role's scope for a NULL one), paused and capped types counted."""
+        call = "SELECT pgrun.next_run_at(%s, %s)"
+        params = (queues, job_types)
+        resolved = self._scope(scoped, call, params, queues, job_types)
+        if resolved is None:
+            return
+        row = (self.worker if scoped else self.conn).execute(call, params).fetchone()
+        queues, job_types = resolved
+        due = [
+            j.run_at
+            for j in self._in_status("queued")
+            if j.run_at > self.now
+            and (queues is None or j.queue in queues)
+            and (job_types is None or j.job_type in job_types)
+        ]
+        assert row == (min(due, default=None),)
 
     @precondition(lambda self: bool(self._in_status("running")))
     @rule(data=st.data(), outcome=st.sampled_from(["complete", "complete", "release"]))
