@@ -4,7 +4,9 @@
 Each example enqueues one run of a random DAG (two to six steps, job and external ones, each
 edge on_success or on_terminal) and then drives it at random: a job step's job succeeds (its
 result the step's output), fails for good, fails and is retried, is cancelled while queued or
-while it runs; an external step is closed (succeeded or not, with an output, also when it is
+while it runs, loses its lease to the reaper (retried, or dead at its last attempt), is handed
+back unstarted or moves to a next step of its own (continue_job); two or three jobs end in one
+complete_jobs or fail_jobs call; an external step is closed (succeeded or not, with an output, also when it is
 not waiting yet or already closed); the run is cancelled (also while one of its jobs runs);
 steps are appended behind open and finished steps; the run's enqueue and its appends are
 retried with their keys (the same request in another order, or a different one). After every
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -31,10 +34,13 @@ from hypothesis.stateful import (
 )
 
 from model_support import refusal, run_model
+from pgrun.testing import install_test_clock
+from schedule_support import at
 
 RUN_KEY = "model-run"
 TERMINAL = ("succeeded", "failed", "skipped", "cancelled")
 MAX_ATTEMPTS = 2  # every job step's: a retried job dies at its second failure
+START = datetime(2033, 1, 1, tzinfo=UTC)
 
 
 @dataclass
@@ -94,6 +100,8 @@ class WorkflowMachine(RuleBasedStateMachine):
         self.dag: list[Drawn] = []
         self.appends: dict[str, tuple[str, Any]] = {}  # mutation key: (its steps, its mutation)
         self.outputs = 0
+        self.now = START
+        at(conn, self.now)
 
     # -- the model -------------------------------------------------------------------------
 
@@ -134,10 +142,10 @@ class WorkflowMachine(RuleBasedStateMachine):
             key=lambda s: s.key,
         )
 
-    def _claim(self, step: Step) -> tuple[Any, Any]:
+    def _claim(self, step: Step, lease: int = 30) -> tuple[Any, Any]:
         row = self.conn.execute(
-            "SELECT job_id, lease_token FROM pgrun.claim_jobs('wfmodel', 30, 1, NULL, %s)",
-            ([f"wfmodel.{step.key}"],),
+            "SELECT job_id, lease_token FROM pgrun.claim_jobs('wfmodel', %s, 1, NULL, %s)",
+            (lease, [f"wfmodel.{step.key}"]),
         ).fetchone()
         assert row is not None and row[0] == step.job_id
         return row[0], row[1]
@@ -200,6 +208,81 @@ class WorkflowMachine(RuleBasedStateMachine):
                 assert row == ("dead",)
                 step.job_status = "dead"
                 self._finish(step, "failed")
+
+    @precondition(lambda self: len(self._queued_job_steps()) >= 2)
+    @rule(data=st.data(), succeed=st.booleans())
+    def finish_jobs_together(self, data: st.DataObject, succeed: bool) -> None:
+        """Two or three job steps' jobs end in one complete_jobs or fail_jobs call, as a
+        worker's batched outcomes do: a step behind several of them has its edges resolved by
+        one statement."""
+        steps = data.draw(
+            st.lists(
+                st.sampled_from(self._queued_job_steps()), min_size=2, max_size=3, unique_by=lambda s: s.key
+            )
+        )
+        ids, tokens = zip(*(self._claim(step) for step in steps), strict=True)
+        if succeed:
+            results = []
+            for step in steps:
+                self.outputs += 1
+                results.append({"from": step.key, "n": self.outputs})
+            rows = self.conn.execute(
+                "SELECT job_id, outcome FROM pgrun.complete_jobs(%s, %s, %s::jsonb[])",
+                (list(ids), list(tokens), [json.dumps(r) for r in results]),
+            ).fetchall()
+            assert rows == [(job_id, "succeeded") for job_id in ids]
+            for step, result in zip(steps, results, strict=True):
+                step.job_status = "succeeded"
+                self._finish(step, "succeeded", result)
+        else:
+            rows = self.conn.execute(
+                "SELECT job_id, outcome FROM pgrun.fail_jobs(%s, %s, retryable => %s)",
+                (list(ids), list(tokens), [False] * len(ids)),
+            ).fetchall()
+            assert rows == [(job_id, "dead") for job_id in ids]
+            for step in steps:
+                step.job_status = "dead"
+                self._finish(step, "failed")
+
+    @precondition(lambda self: bool(self._queued_job_steps()))
+    @rule(data=st.data())
+    def lease_runs_out(self, data: st.DataObject) -> None:
+        """A job step's worker vanishes: its lease runs out and the reaper retries the job, or
+        at its last attempt lets it die and the step fails."""
+        step = data.draw(st.sampled_from(self._queued_job_steps()))
+        job_id, _ = self._claim(step, lease=1)
+        self.now += timedelta(seconds=2)
+        at(self.conn, self.now)
+        rows = self.conn.execute(
+            "SELECT job_id, outcome FROM pgrun.reap_expired_leases(retry_delay => '0 s')"
+        ).fetchall()
+        step.attempts += 1
+        if step.attempts < MAX_ATTEMPTS:
+            assert rows == [(job_id, "lease_expired")]  # queued again, the step still released
+        else:
+            assert rows == [(job_id, "dead")]
+            step.job_status = "dead"
+            self._finish(step, "failed")
+
+    @precondition(lambda self: bool(self._queued_job_steps()))
+    @rule(data=st.data(), how=st.sampled_from(["release", "continue"]))
+    def back_to_the_queue(self, data: st.DataObject, how: str) -> None:
+        """A job step's claim is handed back unstarted (no attempt spent), or its job moves to
+        a next step of its own (continue_job: a fresh attempt budget); either way the job is
+        queued again and the workflow step stays released, nothing resolved."""
+        step = data.draw(st.sampled_from(self._queued_job_steps()))
+        job_id, token = self._claim(step)
+        if how == "release":
+            rows = self.conn.execute(
+                "SELECT outcome FROM pgrun.release_jobs(%s, %s)", ([job_id], [token])
+            ).fetchall()
+            assert rows == [("released",)]
+        else:
+            row = self.conn.execute(
+                "SELECT outcome FROM pgrun.continue_job(%s, %s, 'next')", (job_id, token)
+            ).fetchone()
+            assert row == ("continued",)
+            step.attempts = 0
 
     @precondition(lambda self: any(s.kind == "external" for s in self.steps.values()))
     @rule(data=st.data(), succeeded=st.booleans(), output=st.sampled_from([None, {"ok": 1}, {"ok": 2}]))
@@ -342,5 +425,6 @@ class WorkflowMachine(RuleBasedStateMachine):
 
 
 def test_workflow_runs_follow_the_release_rules(db: str) -> None:
+    install_test_clock(db)
     with psycopg.connect(db, autocommit=True) as conn:
         run_model(lambda: WorkflowMachine(conn), examples=150, steps=30)
