@@ -11,13 +11,17 @@ finds the batch. After every claim the rows it returned must be, in order, the f
 ``max_jobs`` ready jobs the claimer may take in claim order (priority, run_at, id), each
 capped type taking at most its room (cap - running), and every job's status must match the
 model. Jobs end (complete), go back (release), are cancelled while queued, and time passes;
-next_run_at, asked with the same filters, must name the earliest due time after now.
+next_run_at, asked with the same filters, must name the earliest due time after now. Two claims
+also run at once: one in a transaction left open while the second runs, which must pass over
+every job the first holds locked and sit out the capped types whose runtime row it holds (what
+it holds is read with SKIP LOCKED from a third session), then the first commits or rolls back.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -39,6 +43,7 @@ SCOPE_QUEUES = ("q1",)
 SCOPE_TYPES = ("m.a", "m.b")
 PRIORITIES = st.sampled_from([50, 100, 150])
 MAX_JOBS = st.integers(1, 6)
+DELAYS = st.sampled_from([0, 0, 2, 10])  # seconds until an enqueued job is due
 WALL_SIZES = st.sampled_from([105, 125])  # past the walk's bound (4 x max_jobs + 100) for small claims
 MAX_QUEUED = 450  # walls stop once this many jobs wait
 
@@ -63,14 +68,17 @@ class Job:
 
 
 class ClaimMachine(RuleBasedStateMachine):
-    def __init__(self, conn: psycopg.Connection[Any], worker: psycopg.Connection[Any]) -> None:
+    def __init__(
+        self, conn: psycopg.Connection[Any], worker: psycopg.Connection[Any], other: psycopg.Connection[Any]
+    ) -> None:
         super().__init__()
         self.conn = conn  # the superuser: an admin, unscoped
         self.worker = worker  # a worker role scoped to SCOPE_QUEUES and SCOPE_TYPES
+        self.other = other  # another admin, whose claim stays open while a second one runs
         conn.execute("TRUNCATE pgrun.jobs, pgrun.job_events, pgrun.job_dead_letters CASCADE")
         conn.execute("DELETE FROM pgrun.job_runtime_configs")
         self.now = START
-        for session in (conn, worker):
+        for session in (conn, worker, other):
             at(session, self.now)
         self.jobs: dict[uuid.UUID, Job] = {}
         self.paused = dict.fromkeys(TYPES, False)
@@ -110,13 +118,34 @@ class ClaimMachine(RuleBasedStateMachine):
             list(SCOPE_TYPES) if job_types is None else job_types,
         )
 
-    def _expected(self, queues: Filter, job_types: Filter, max_jobs: int) -> list[Job]:
+    def _held_by_other(self) -> tuple[set[uuid.UUID], set[str]]:
+        """The queued jobs and the job types' runtime rows another transaction holds locked:
+        what a claim with SKIP LOCKED passes over, read the same way and rolled back."""
+        with self.conn.transaction(force_rollback=True):
+            queued = "SELECT id FROM pgrun.jobs WHERE status = 'queued'"
+            every = {r[0] for r in self.conn.execute(queued)}
+            free = {r[0] for r in self.conn.execute(queued + " FOR UPDATE SKIP LOCKED")}
+            configs = "SELECT job_type FROM pgrun.job_runtime_configs"
+            types = {r[0] for r in self.conn.execute(configs)}
+            free_types = {r[0] for r in self.conn.execute(configs + " FOR UPDATE SKIP LOCKED")}
+        return every - free, types - free_types
+
+    def _expected(
+        self,
+        queues: Filter,
+        job_types: Filter,
+        max_jobs: int,
+        held: Collection[uuid.UUID] = (),
+        held_types: Collection[str] = (),
+    ) -> list[Job]:
         """The first max_jobs ready jobs in claim order that these filters, the pauses and
-        the caps' room let a claimer take."""
+        the caps' room let a claimer take; passing over the jobs another claim holds
+        (``held``), and the capped types whose runtime row it holds (``held_types``) sit the
+        claim out."""
         room = {
             t: cap - sum(j.job_type == t for j in self._in_status("running"))
             for t, cap in self.caps.items()
-            if cap is not None
+            if cap is not None and t not in held_types
         }
         ready = sorted(
             (
@@ -126,6 +155,8 @@ class ClaimMachine(RuleBasedStateMachine):
                 and (queues is None or j.queue in queues)
                 and (job_types is None or j.job_type in job_types)
                 and not self.paused[j.job_type]
+                and j.id not in held
+                and not (j.job_type in held_types and self.caps[j.job_type] is not None)
             ),
             key=lambda j: (j.priority, j.run_at, j.id),
         )
@@ -142,14 +173,19 @@ class ClaimMachine(RuleBasedStateMachine):
 
     # -- rules ---------------------------------------------------------------------------
 
+    # twice, as often as a claim: claims find jobs to choose among
+    @rule(job_type=st.sampled_from(TYPES), queue=st.sampled_from(QUEUES), priority=PRIORITIES, delay=DELAYS)
+    def enqueue(self, job_type: str, queue: str, priority: int, delay: int) -> None:
+        self._enqueue(job_type, queue, priority, delay, 1)
+
     @rule(
         job_type=st.sampled_from(TYPES),
         queue=st.sampled_from(QUEUES),
         priority=PRIORITIES,
-        delay=st.sampled_from([0, 0, 2, 10]),
-        count=st.integers(1, 3),
+        delay=DELAYS,
+        count=st.integers(2, 5),
     )
-    def enqueue(self, job_type: str, queue: str, priority: int, delay: int, count: int) -> None:
+    def enqueue_some(self, job_type: str, queue: str, priority: int, delay: int, count: int) -> None:
         self._enqueue(job_type, queue, priority, delay, count)
 
     @precondition(lambda self: len(self._in_status("queued")) < MAX_QUEUED)
@@ -193,9 +229,45 @@ class ClaimMachine(RuleBasedStateMachine):
         expected = self._expected(*resolved, max_jobs)
         rows = (self.worker if scoped else self.conn).execute(call, params).fetchall()
         assert [r[0] for r in rows] == [j.id for j in expected]
+        self._mark_running(rows)
+
+    def _mark_running(self, rows: list[tuple[Any, ...]]) -> None:
         for job_id, token in rows:
             self.jobs[job_id].status = "running"
             self.jobs[job_id].token = token
+
+    @rule(
+        first=st.tuples(MAX_JOBS, filters(QUEUES), filters(TYPES)),
+        second=st.tuples(MAX_JOBS, filters(QUEUES), filters(TYPES), st.booleans()),
+        commit=st.booleans(),
+    )
+    def two_claims_at_once(
+        self,
+        first: tuple[int, Filter, Filter],
+        second: tuple[int, Filter, Filter, bool],
+        commit: bool,
+    ) -> None:
+        """Another admin's claim runs in a transaction left open while a second claim runs:
+        the second passes over every job the first holds locked (its claimed jobs, and the
+        surplus it locked and left) and sits out every capped type whose runtime row the
+        first holds, and takes what the model then says; no job is claimed twice. The first
+        then commits, or rolls back and its jobs stay queued."""
+        call = "SELECT job_id, lease_token FROM pgrun.claim_jobs('model-w', 3600, %s, %s, %s)"
+        with self.other.transaction(force_rollback=not commit):
+            firsts = self.other.execute(call, first).fetchall()
+            assert [r[0] for r in firsts] == [j.id for j in self._expected(first[1], first[2], first[0])]
+            held, held_types = self._held_by_other()
+            assert {r[0] for r in firsts} <= held
+            max_jobs, queues, job_types, scoped = second
+            params = (max_jobs, queues, job_types)
+            resolved = self._scope(scoped, call, params, queues, job_types)
+            if resolved is not None:
+                expected = self._expected(*resolved, max_jobs, held, held_types)
+                rows = (self.worker if scoped else self.conn).execute(call, params).fetchall()
+                assert [r[0] for r in rows] == [j.id for j in expected]
+                self._mark_running(rows)
+        if commit:
+            self._mark_running(firsts)
 
     @rule(queues=filters(QUEUES), job_types=filters(TYPES), scoped=st.booleans())
     def next_due(self, queues: Filter, job_types: Filter, scoped: bool) -> None:
@@ -245,7 +317,7 @@ class ClaimMachine(RuleBasedStateMachine):
     @rule(seconds=st.sampled_from([1, 3, 12]))
     def time_passes(self, seconds: int) -> None:
         self.now += timedelta(seconds=seconds)
-        for session in (self.conn, self.worker):
+        for session in (self.conn, self.worker, self.other):
             at(session, self.now)
 
     @invariant()
@@ -269,5 +341,6 @@ def test_claims_take_what_the_model_says(db: str, scoped_worker: LoginRole) -> N
     with (
         psycopg.connect(db, autocommit=True) as conn,
         psycopg.connect(scoped_worker.dsn(db), autocommit=True) as worker,
+        psycopg.connect(db, autocommit=True) as other,
     ):
-        run_model(lambda: ClaimMachine(conn, worker), examples=120, steps=40)
+        run_model(lambda: ClaimMachine(conn, worker, other), examples=120, steps=40)
