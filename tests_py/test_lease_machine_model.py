@@ -45,6 +45,8 @@ REAP_DELAYS = st.sampled_from([None, 2])  # the reaper's retry_delay
 MAX_JOBS = 4
 # which token a write uses (_token): the live one half of the time
 TOKENS = st.sampled_from(["current", "current", "earlier", "unknown"])
+# how the work rule's claim ends
+WORKER_ENDINGS = ["complete", "fail", "continue", "continue", "next_step_fails", "release", "vanish"]
 ContinueArguments = tuple[str, int | None, int | None, int | None]
 # continue_job's next_step, delay, max_attempts (the step's budget) and retry_delay (the step's)
 CONTINUES = st.tuples(st.sampled_from(["two", "three"]), DELAYS, st.sampled_from([None, 1, 2]), DELAYS)
@@ -239,14 +241,14 @@ class LeaseMachine(RuleBasedStateMachine):
 
     @rule(
         data=st.data(),
-        write=st.sampled_from(["complete", "fail", "continue", "continue", "release", "vanish"]),
+        write=st.sampled_from(WORKER_ENDINGS),
         lease=st.sampled_from([5, 20]),
         worker=st.sampled_from(WORKERS),
     )
     def work(self, data: st.DataObject, write: str, lease: int, worker: str) -> None:
-        """A worker's cycle: claim one job, then end its claim under the live token, or vanish
-        (its lease runs out and the reaper takes the job); the rules below also write to jobs
-        picked at random, under any token."""
+        """A worker's cycle: claim one job, then end its claim under the live token (also: move
+        it to a next step, claim again and fail), or vanish (its lease runs out and the reaper
+        takes the job); the rules below also write to jobs picked at random, under any token."""
         for job in self._claim(1, lease, worker):
             assert job.token is not None
             if write == "complete":
@@ -255,6 +257,17 @@ class LeaseMachine(RuleBasedStateMachine):
                 self._fail(job, job.token, data.draw(st.booleans()), data.draw(DELAYS))
             elif write == "continue":
                 self._continue(job, job.token, *data.draw(CONTINUES))
+            elif write == "next_step_fails":
+                # the next step due at once, claimed again and failed, to be retried: its own
+                # budget and delay against the call's delay. Jobs due earlier come first in
+                # claim order, so a few are claimed and this one is failed when among them.
+                next_step, _, step_budget, step_delay = data.draw(CONTINUES)
+                self._continue(job, job.token, next_step, 0, step_budget, step_delay)
+                claimed = self._claim(MAX_JOBS, lease, worker)
+                again = next((j for j in claimed if j is job), claimed[0] if claimed else None)
+                if again is not None:
+                    assert again.token is not None
+                    self._fail(again, again.token, True, data.draw(DELAYS))
             elif write == "release":
                 self._release(job, job.token)
             else:
