@@ -229,6 +229,29 @@ def test_a_capped_type_at_the_head_does_not_stall_the_jobs_behind_it(db: str) ->
     assert took < 5, "the jobs behind the capped type waited for it to end"
 
 
+def test_a_worker_at_a_types_cap_claims_again_once_its_outcomes_are_written(db: str) -> None:
+    """Two hundred jobs of a type capped at four, a worker of four slots and a 60 s poll. Its
+    finished jobs count against the cap until their outcomes are written, so a claim sent
+    meanwhile comes back short, and the worker took that for a drained queue: it slept until
+    the poll, four jobs a poll. Writing outcomes frees room, so once a flush is written after
+    a short claim the worker claims again."""
+    app = App()
+
+    @app.job("t.capped")
+    async def capped(ctx: JobContext) -> Any:
+        await asyncio.sleep(0.002)
+
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("SELECT pgrun.set_job_runtime_config('t.capped', max_concurrency => 4)")
+    with Client.connect(db) as producer:
+        ids = [r.job_id for r in producer.enqueue_jobs([{"job_type": "t.capped"}] * 200)]
+    config = fast_config(db, poll_interval_ms=60_000, max_global_concurrency=4)
+    took = run_worker_until(
+        app, config, lambda c: c.count_jobs(status="succeeded")[0].jobs == len(ids), timeout=30
+    )
+    assert took < 15, "the worker waited for its poll at the cap"
+
+
 def test_a_stopping_worker_hands_back_the_jobs_of_a_claim_in_flight(
     db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -16,9 +16,9 @@ One ``Worker`` is a handful of asyncio tasks sharing one connection pool:
   queue is kept in claim order (priority, run_at, id): a claim's jobs are merged in, so a
   job of better priority claimed later goes ahead of the held jobs not started yet, and
   claims answering out of order start their jobs in order. When a claim comes back short
-  (and no NOTIFY came while it ran) the queue is drained: the loop sleeps until a NOTIFY, a
-  freed slot after a full claim, or the poll interval. ``JOBS_PREFETCH=0`` claims only for
-  free slots.
+  (and no news came while it ran: a NOTIFY, or outcomes written, which free room under a job
+  type's cap) the queue is drained: the loop sleeps until news, a freed slot after a full
+  claim, or the poll interval. ``JOBS_PREFETCH=0`` claims only for free slots.
 * **listener** (``_listen``) — its own connection, ``LISTEN pgrun_jobs``, blocked in
   ``notifies()``: the enqueue functions notify once per queue per statement, so an idle
   worker wakes within a millisecond or two instead of at its next poll. A notification
@@ -801,6 +801,11 @@ class Worker:
         if pending.retry:
             self._buffer[:0] = pending.retry
             self._buffered.set()
+        # Written outcomes end claims, which frees room under a job type's cap
+        # (max_concurrency counts running jobs, these too until now): news, like a NOTIFY.
+        # A claim that comes back short because of the cap, sent before or while this was
+        # written, does not then leave the worker asleep until its poll.
+        self.poke()
 
     async def _write(self, batch: list[_Outcome]) -> _Pending:
         """Write a batch: completions, continuations, then failures (with the failures that
