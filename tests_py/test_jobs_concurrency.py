@@ -216,6 +216,29 @@ def test_bulk_enqueue_notifies_once_per_queue_per_statement(db: str) -> None:
     assert sorted(payloads) == ["alpha", "alpha", "beta", f"gamma {due_ms}"]
 
 
+def test_jobs_put_back_in_the_queue_notify_like_new_ones(db: str) -> None:
+    """Claims handed back (release_jobs) and a finished job requeued reach a LISTENing worker
+    as an enqueue's do, once committed: one notification per queue, so idle workers need not
+    wait for their poll."""
+    with connect(db) as listener, connect(db) as worker:
+        for queue in ("alpha", "alpha", "beta"):
+            worker.execute("SELECT * FROM pgrun.enqueue_job(job_type => 'put.back', queue => %s)", (queue,))
+        listener.execute("LISTEN pgrun_jobs")
+        claimed = worker.execute("SELECT job_id, lease_token FROM pgrun.claim_jobs('w', 60, 3)").fetchall()
+        ids, tokens = [c[0] for c in claimed], [c[1] for c in claimed]
+        worker.execute("SELECT count(*) FROM pgrun.release_jobs(%s, %s)", (ids, tokens))
+        released = [n.payload for n in listener.notifies(timeout=1.0)]
+
+        row = worker.execute("SELECT job_id, lease_token FROM pgrun.claim_jobs('w', 60, 1)").fetchone()
+        assert row is not None
+        fail = "SELECT count(*) FROM pgrun.fail_jobs(%s, %s, retryable => '{false}')"
+        worker.execute(fail, ([row[0]], [row[1]]))
+        worker.execute("SELECT pgrun.requeue_job(%s)", (row[0],))
+        requeued = [n.payload for n in listener.notifies(timeout=1.0)]
+    assert sorted(released) == ["alpha", "beta"]
+    assert requeued == ["alpha"]
+
+
 @pytest.mark.parametrize(
     ("racer", "expected"),
     [

@@ -18,6 +18,8 @@
 --     event carries it, and log lines and attempt rows are keyed by it), so the next claim gets the next
 --     number and job_attempts skips the released one. worker_id stays (the worker that
 --     claimed the job last), started_at too (the latest claim's time), as after a reap.
+--     The queues of the jobs put back are notified once each, as by an enqueue
+--     (pgrun._enqueue_notify_queues): idle workers take them at once, not at their poll.
 --   * a cancel request is pending -> 'cancelled' instead, like every other write that
 --     ends a claim after a request (complete_jobs, fail_jobs, continue_job, the reaper):
 --     finished_at set, event 'cancelled' recording the attempt with outcome 'cancelled';
@@ -59,6 +61,7 @@ DECLARE
     v_outcomes text[];
     v_lost_reasons text[];
     v_workflow_jobs uuid[];
+    v_queues text[];
 BEGIN
     PERFORM pgrun._lease_check_batch(release_jobs.job_ids, release_jobs.lease_tokens);
 
@@ -81,7 +84,7 @@ BEGIN
           AND j.lease_expires_at > v_now
         RETURNING
             j.id, j.status, j.workflow_run_id, j.total_attempts, j.step, j.worker_id, o.token AS lease_token,
-            j.started_at, j.cancel_reason, o.ord
+            j.started_at, j.cancel_reason, j.queue, o.ord
     ),
 
     events AS (
@@ -114,19 +117,26 @@ BEGIN
         array_agg(u.id ORDER BY u.ord),
         array_agg(u.outcome ORDER BY u.ord),
         array_agg(u.lost_reason ORDER BY u.ord),
-        array_agg(u.id ORDER BY u.ord) FILTER (WHERE u.workflow_run_id IS NOT NULL)
-    INTO v_ids, v_outcomes, v_lost_reasons, v_workflow_jobs
+        array_agg(u.id ORDER BY u.ord) FILTER (WHERE u.workflow_run_id IS NOT NULL),
+        array_agg(u.queue) FILTER (WHERE u.outcome = 'released')
+    INTO v_ids, v_outcomes, v_lost_reasons, v_workflow_jobs, v_queues
     FROM (
         SELECT
             r.id, CASE r.status WHEN 'queued' THEN 'released' ELSE 'cancelled' END AS outcome,
             NULL::text AS lost_reason,
-            CASE WHEN r.status = 'cancelled' THEN r.workflow_run_id END AS workflow_run_id, r.ord
+            CASE WHEN r.status = 'cancelled' THEN r.workflow_run_id END AS workflow_run_id, r.queue, r.ord
         FROM released AS r
         UNION ALL
-        SELECT i.id, 'lease_lost', pgrun._lease_lost_reason(i.id, i.token), NULL, i.ord
+        SELECT i.id, 'lease_lost', pgrun._lease_lost_reason(i.id, i.token), NULL, NULL, i.ord
         FROM input AS i
         WHERE i.id NOT IN (SELECT r.id FROM released AS r)
     ) AS u;
+
+    -- The released jobs are ready again (run_at as it was, when they were claimed): wake the
+    -- idle workers of their queues, as an enqueue does, rather than leave them to the poll.
+    IF v_queues IS NOT NULL THEN
+        PERFORM pgrun._enqueue_notify_queues(v_queues);
+    END IF;
 
     -- Workflow steps of the jobs that ended cancelled here: settle them.
     IF v_workflow_jobs IS NOT NULL THEN
@@ -145,7 +155,8 @@ COMMENT ON FUNCTION pgrun.release_jobs(uuid[], uuid[]) IS
 'job_ids and lease_tokens. Each job whose lease is still owned becomes queued again with attempt - 1 '
 '(the claim burns no attempt; total_attempts keeps counting claims), run_at unchanged, the lease cleared '
 'and one released event naming the claim''s worker, number and time (detail.claimed_at; no attempt row: '
-'the handler never ran); a job with a pending cancel request '
+'the handler never ran); the queues of the jobs put back are notified as by an enqueue (channel pgrun_jobs, '
+'once per queue), so idle workers take them at once; a job with a pending cancel request '
 'ends cancelled instead (attempt outcome cancelled). Returns one row per input job in input order: '
 'outcome released, cancelled or lease_lost; for lease_lost, lost_reason is unknown_job, not_running, '
 'token_mismatch or lease_expired (not_held for a caller that never held the job and is not an admin) '

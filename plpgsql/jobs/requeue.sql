@@ -3,7 +3,8 @@
 -- The job becomes 'queued' again at run_at (now when NULL) with a fresh attempt budget
 -- (attempt := 0; total_attempts keeps counting, so attempt rows stay unique), finished_at
 -- and any cancel request cleared; its step, state, payload and last error stay as they
--- were. Its open job_dead_letters rows get requeued_at stamped. One 'requeued' event.
+-- were. Its open job_dead_letters rows get requeued_at stamped. One 'requeued' event, and a
+-- notification as for an enqueue (pgrun._enqueue_notify), so idle workers need not poll for it.
 -- Any other status (queued, running, succeeded) is job.not_requeueable.
 --
 -- The job of a workflow step (jobs.workflow_run_id set) is never requeued, whatever its
@@ -105,6 +106,10 @@ BEGIN
         jsonb_build_object('run_at', v_run_at), v_now, session_user
     FROM requeued AS r;
 
+    -- Back in the queue: wake its idle workers, or tell them when it comes due, as an enqueue
+    -- does, rather than leave it to their poll.
+    PERFORM pgrun._enqueue_notify(pgrun._enqueue_notify_payload(v_job.queue, v_run_at, v_now));
+
     RETURN v_run_at;
 END;
 $$;
@@ -112,7 +117,8 @@ $$;
 COMMENT ON FUNCTION pgrun.requeue_job(uuid, uuid, timestamptz) IS
 'Put a dead or cancelled job back in the queue at run_at (NULL = now) with a fresh attempt budget '
 '(total_attempts keeps counting); its dead letters get requeued_at stamped and one requeued event is '
-'written (actor: the login role). Only jobs of the organizations the caller acts for are visible '
+'written (actor: the login role); its queue is notified as by an enqueue (channel pgrun_jobs: the queue, or the '
+'queue and the due time in Unix ms). Only jobs of the organizations the caller acts for are visible '
 '(organization_id names one). run_at: a finite time at most 100 years ahead. Returns the run_at. '
 'A workflow step''s job is never requeued (its outcome was already acted on; enqueue a new run). '
 'Errors: job.not_found (RQ002; also another organization''s job), job.in_workflow_run (RQ001: the job '
