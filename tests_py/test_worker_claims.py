@@ -252,6 +252,31 @@ def test_a_worker_at_a_types_cap_claims_again_once_its_outcomes_are_written(db: 
     assert took < 15, "the worker waited for its poll at the cap"
 
 
+def test_resuming_a_paused_type_starts_its_jobs_at_once(db: str) -> None:
+    """An idle worker with a 60 s poll has passed over two jobs of a paused type; resuming the
+    type (set_job_runtime_config) notifies their queue, so they start at once rather than at
+    the poll."""
+    starts: list[str] = []
+    app = _app(starts)
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("SELECT pgrun.set_job_runtime_config('t.named', paused => true)")
+    with Client.connect(db) as producer:
+        for name in ("one", "two"):
+            producer.enqueue_job("t.named", {"name": name})
+    resumed: list[float] = []
+
+    def resume_then_wait(client: Client) -> bool:
+        if not resumed:
+            time.sleep(0.5)  # the worker has claimed nothing and sleeps
+            assert starts == []
+            client.set_job_runtime_config("t.named", paused=False)
+            resumed.append(time.monotonic())
+        return sorted(starts) == ["one", "two"]
+
+    took = run_worker_until(app, fast_config(db, poll_interval_ms=60_000), resume_then_wait, timeout=15)
+    assert took < 5, "the resumed type's jobs waited for the poll"
+
+
 def test_a_stopping_worker_hands_back_the_jobs_of_a_claim_in_flight(
     db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

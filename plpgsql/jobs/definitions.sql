@@ -372,6 +372,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_row pgrun.job_runtime_configs;
+    v_queues text[];
 BEGIN
     IF set_job_runtime_config.job_type IS NULL OR NOT pgrun._valid_job_type(set_job_runtime_config.job_type) THEN
         PERFORM pgrun._job_raise_invalid_type(
@@ -422,6 +423,34 @@ BEGIN
             'now', jsonb_build_object('paused', v_row.paused, 'max_concurrency', v_row.max_concurrency)
         )
     );
+    -- A type left claimable may have queued jobs that idle workers passed over (paused, or
+    -- at its cap) and would find only at their poll: wake the queues that hold them, once
+    -- each, as an enqueue does. One index descent per queue (a loose scan of
+    -- jobs_claim_type_idx, whose predicate these conditions repeat).
+    IF NOT v_row.paused THEN
+        WITH RECURSIVE queues (queue) AS (
+            (
+                SELECT j.queue FROM pgrun.jobs AS j
+                WHERE j.job_type = v_row.job_type AND j.status <> 'running' AND j.finished_at IS NULL
+                ORDER BY j.queue
+                LIMIT 1
+            )
+            UNION ALL
+            SELECT n.queue
+            FROM queues AS q
+            CROSS JOIN LATERAL (
+                SELECT j.queue FROM pgrun.jobs AS j
+                WHERE j.job_type = v_row.job_type AND j.status <> 'running' AND j.finished_at IS NULL
+                  AND j.queue > q.queue
+                ORDER BY j.queue
+                LIMIT 1
+            ) AS n
+        )
+        SELECT array_agg(q.queue) INTO v_queues FROM queues AS q;
+        IF v_queues IS NOT NULL THEN
+            PERFORM pgrun._enqueue_notify_queues(v_queues);
+        END IF;
+    END IF;
     RETURN v_row;
 END;
 $$;
@@ -431,4 +460,6 @@ COMMENT ON FUNCTION pgrun.set_job_runtime_config(text, boolean, integer, boolean
 'works), paused => false resumes; max_concurrency caps how many of its jobs run at once; '
 'clear_max_concurrency => true removes the cap. NULL arguments leave the current setting as it is '
 '(a new type starts unpaused and uncapped). Each call leaves an audit_log row naming the login role. '
+'A call that leaves the type unpaused notifies channel pgrun_jobs once per queue holding its queued jobs, as '
+'an enqueue does, so idle workers take what resuming it or raising its cap made claimable at once. '
 'Returns the stored row. Errors: job.invalid_type, job.invalid_max_concurrency (RQ003).';
