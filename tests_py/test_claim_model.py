@@ -46,6 +46,7 @@ MAX_JOBS = st.integers(1, 6)
 DELAYS = st.sampled_from([0, 0, 2, 10])  # seconds until an enqueued job is due
 WALL_SIZES = st.sampled_from([105, 125])  # past the walk's bound (4 x max_jobs + 100) for small claims
 MAX_QUEUED = 450  # walls stop once this many jobs wait
+CLAIM = "SELECT job_id, lease_token FROM pgrun.claim_jobs('model-w', 3600, %s, %s, %s)"
 
 
 Filter = list[str] | None  # a claim's queues or job_types argument
@@ -218,16 +219,24 @@ class ClaimMachine(RuleBasedStateMachine):
     def claim_again(self, max_jobs: int, queues: Filter, job_types: Filter, scoped: bool) -> None:
         self._claim(max_jobs, queues, job_types, scoped)
 
-    def _claim(self, max_jobs: int, queues: Filter, job_types: Filter, scoped: bool) -> None:
+    def _claim(
+        self,
+        max_jobs: int,
+        queues: Filter,
+        job_types: Filter,
+        scoped: bool,
+        held: Collection[uuid.UUID] = (),
+        held_types: Collection[str] = (),
+    ) -> None:
         """A claim by the admin (its filters as given) or by the scoped worker role (a NULL
-        filter is its scope; a name outside it is refused, the queue checked first)."""
-        call = "SELECT job_id, lease_token FROM pgrun.claim_jobs('model-w', 3600, %s, %s, %s)"
+        filter is its scope; a name outside it is refused, the queue checked first), while
+        another transaction holds ``held`` and ``held_types`` (_expected)."""
         params = (max_jobs, queues, job_types)
-        resolved = self._scope(scoped, call, params, queues, job_types)
+        resolved = self._scope(scoped, CLAIM, params, queues, job_types)
         if resolved is None:
             return
-        expected = self._expected(*resolved, max_jobs)
-        rows = (self.worker if scoped else self.conn).execute(call, params).fetchall()
+        expected = self._expected(*resolved, max_jobs, held, held_types)
+        rows = (self.worker if scoped else self.conn).execute(CLAIM, params).fetchall()
         assert [r[0] for r in rows] == [j.id for j in expected]
         self._mark_running(rows)
 
@@ -252,20 +261,12 @@ class ClaimMachine(RuleBasedStateMachine):
         surplus it locked and left) and sits out every capped type whose runtime row the
         first holds, and takes what the model then says; no job is claimed twice. The first
         then commits, or rolls back and its jobs stay queued."""
-        call = "SELECT job_id, lease_token FROM pgrun.claim_jobs('model-w', 3600, %s, %s, %s)"
         with self.other.transaction(force_rollback=not commit):
-            firsts = self.other.execute(call, first).fetchall()
+            firsts = self.other.execute(CLAIM, first).fetchall()
             assert [r[0] for r in firsts] == [j.id for j in self._expected(first[1], first[2], first[0])]
             held, held_types = self._held_by_other()
             assert {r[0] for r in firsts} <= held
-            max_jobs, queues, job_types, scoped = second
-            params = (max_jobs, queues, job_types)
-            resolved = self._scope(scoped, call, params, queues, job_types)
-            if resolved is not None:
-                expected = self._expected(*resolved, max_jobs, held, held_types)
-                rows = (self.worker if scoped else self.conn).execute(call, params).fetchall()
-                assert [r[0] for r in rows] == [j.id for j in expected]
-                self._mark_running(rows)
+            self._claim(*second, held, held_types)
         if commit:
             self._mark_running(firsts)
 
