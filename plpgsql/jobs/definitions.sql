@@ -369,6 +369,11 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+-- The queues' loose scan below walks jobs_claim_type_idx whatever the statistics say (an
+-- empty table's would make a scan of every job look cheaper); its other statements are
+-- primary-key writes either way.
+SET enable_seqscan = off
+SET enable_bitmapscan = off
 AS $$
 DECLARE
     v_row pgrun.job_runtime_configs;
