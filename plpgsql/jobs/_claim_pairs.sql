@@ -1,45 +1,19 @@
--- _lease_lock_by_pair: claim_jobs' second step (plpgsql/jobs/claim.sql, docs/lease-machine.md
--- "Ready jobs a claim passes over"). claim_jobs first walks jobs_claim_idx in claim order,
--- reading at most 4 x max_jobs + 100 entries; when that walk comes back short, stopped at
--- that bound, with a filter or a left-out type in play, it calls this for the rest: up to
--- p_want ready jobs the claimer may take, in claim order, none of p_taken (the rows the walk
--- locked), locked FOR UPDATE SKIP LOCKED. claim_jobs updates and returns them with the
--- walk's.
---
--- 1. The job types to look at: p_job_types, else every type with queued jobs (a loose index
---    scan of jobs_claim_type_idx: one descent per type), paused and full capped types
---    (p_excluded) left out; then their (job type, queue) pairs (one descent per pair), in
---    p_queues when given.
--- 2. Of each pair, the first ready jobs in claim order, at most p_want, locked without
---    waiting: a walk of jobs_claim_type_idx that reads no job of another pair. The first
---    p_want of them all are returned. A pair's locked rows beyond those stay locked, not
---    claimed, until the claim's transaction ends: at most (pairs - 1) x p_want rows.
---
--- jobs_claim_type_idx's predicate says "queued" as "status <> 'running' AND finished_at IS
--- NULL" (the same rows, by jobs_finished_check), and these queries say it the same way:
--- PostgreSQL cannot prove status = 'queued' from it, so it never plans them as a walk of
--- jobs_claim_idx (every queued job), which an empty table's statistics make look cheap in the
--- plan a session keeps. Runs under claim_jobs' planner settings (its SET clause).
---
--- Locks: jobs rows, FOR UPDATE SKIP LOCKED, never waiting. Errors: none.
-
-CREATE OR REPLACE FUNCTION pgrun._lease_lock_by_pair(
-    p_now timestamptz,
-    p_want integer,
-    p_taken tid[],
-    p_queues text[],
-    p_job_types text[],
-    p_excluded text[]
-)
-RETURNS TABLE (r_tid tid, r_job_type text, r_priority integer, r_run_at timestamptz, r_id uuid)
+-- _queued_pairs(job_types, excluded): the (job type, queue) pairs holding queued jobs (ready
+-- or not yet due), of job_types (NULL: every type with queued jobs), the excluded types left
+-- out. A loose index scan of jobs_claim_type_idx: one descent per type when job_types is
+-- NULL, then one per pair. Used by _lease_lock_by_pair (below) and by
+-- set_job_runtime_config (which queues to notify); runs under its caller's planner settings
+-- and search_path. Errors: none.
+CREATE OR REPLACE FUNCTION pgrun._queued_pairs(p_job_types text[], p_excluded text[])
+RETURNS TABLE (job_type text, queue text)
 LANGUAGE plpgsql
-VOLATILE
+STABLE
 AS $$
 BEGIN
     RETURN QUERY
     WITH RECURSIVE
 
-    -- 1. Every type with queued jobs, when no type filter names them.
+    -- Every type with queued jobs, when no type filter names them.
     every_type (job_type) AS (
         (
             SELECT x.job_type
@@ -91,9 +65,57 @@ BEGIN
         ) AS n
     )
 
+    SELECT p.job_type, p.queue FROM pairs AS p;
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._queued_pairs(text[], text[]) FROM public;
+
+COMMENT ON FUNCTION pgrun._queued_pairs(text[], text[]) IS
+'Private: the (job type, queue) pairs holding queued jobs, of the given types (NULL: every type with queued '
+'jobs), the excluded types left out; a loose index scan of jobs_claim_type_idx.';
+
+-- _lease_lock_by_pair: claim_jobs' second step (plpgsql/jobs/claim.sql, docs/lease-machine.md
+-- "Ready jobs a claim passes over"). claim_jobs first walks jobs_claim_idx in claim order,
+-- reading at most 4 x max_jobs + 100 entries; when that walk comes back short, stopped at
+-- that bound, with a filter or a left-out type in play, it calls this for the rest: up to
+-- p_want ready jobs the claimer may take, in claim order, none of p_taken (the rows the walk
+-- locked), locked FOR UPDATE SKIP LOCKED. claim_jobs updates and returns them with the
+-- walk's.
+--
+-- 1. The (job type, queue) pairs to look at (_queued_pairs, above): of p_job_types, else
+--    every type with queued jobs, paused and full capped types (p_excluded) left out; in
+--    p_queues when given.
+-- 2. Of each pair, the first ready jobs in claim order, at most p_want, locked without
+--    waiting: a walk of jobs_claim_type_idx that reads no job of another pair. The first
+--    p_want of them all are returned. A pair's locked rows beyond those stay locked, not
+--    claimed, until the claim's transaction ends: at most (pairs - 1) x p_want rows.
+--
+-- jobs_claim_type_idx's predicate says "queued" as "status <> 'running' AND finished_at IS
+-- NULL" (the same rows, by jobs_finished_check), and these queries say it the same way:
+-- PostgreSQL cannot prove status = 'queued' from it, so it never plans them as a walk of
+-- jobs_claim_idx (every queued job), which an empty table's statistics make look cheap in the
+-- plan a session keeps. Runs under claim_jobs' planner settings (its SET clause).
+--
+-- Locks: jobs rows, FOR UPDATE SKIP LOCKED, never waiting. Errors: none.
+
+CREATE OR REPLACE FUNCTION pgrun._lease_lock_by_pair(
+    p_now timestamptz,
+    p_want integer,
+    p_taken tid[],
+    p_queues text[],
+    p_job_types text[],
+    p_excluded text[]
+)
+RETURNS TABLE (r_tid tid, r_job_type text, r_priority integer, r_run_at timestamptz, r_id uuid)
+LANGUAGE plpgsql
+VOLATILE
+AS $$
+BEGIN
+    RETURN QUERY
     -- 2. Of each pair the claimer may take, its first ready jobs, locked without waiting.
     SELECT m.tid, m.job_type, m.priority, m.run_at, m.id
-    FROM pairs AS p
+    FROM pgrun._queued_pairs(p_job_types, p_excluded) AS p
     CROSS JOIN LATERAL (
         SELECT j.ctid AS tid, j.job_type, j.priority, j.run_at, j.id
         FROM pgrun.jobs AS j

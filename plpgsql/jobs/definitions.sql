@@ -369,9 +369,9 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
--- The queues' loose scan below walks jobs_claim_type_idx whatever the statistics say (an
--- empty table's would make a scan of every job look cheaper); its other statements are
--- primary-key writes either way.
+-- The queues' loose scan below (pgrun._queued_pairs) walks jobs_claim_type_idx whatever the
+-- statistics say (an empty table's would make a scan of every job look cheaper); its other
+-- statements are primary-key writes either way.
 SET enable_seqscan = off
 SET enable_bitmapscan = off
 AS $$
@@ -430,28 +430,10 @@ BEGIN
     );
     -- A type left claimable may have queued jobs that idle workers passed over (paused, or
     -- at its cap) and would find only at their poll: wake the queues that hold them, once
-    -- each, as an enqueue does. One index descent per queue (a loose scan of
-    -- jobs_claim_type_idx, whose predicate these conditions repeat).
+    -- each, as an enqueue does (pgrun._queued_pairs: one index descent per queue).
     IF NOT v_row.paused THEN
-        WITH RECURSIVE queues (queue) AS (
-            (
-                SELECT j.queue FROM pgrun.jobs AS j
-                WHERE j.job_type = v_row.job_type AND j.status <> 'running' AND j.finished_at IS NULL
-                ORDER BY j.queue
-                LIMIT 1
-            )
-            UNION ALL
-            SELECT n.queue
-            FROM queues AS q
-            CROSS JOIN LATERAL (
-                SELECT j.queue FROM pgrun.jobs AS j
-                WHERE j.job_type = v_row.job_type AND j.status <> 'running' AND j.finished_at IS NULL
-                  AND j.queue > q.queue
-                ORDER BY j.queue
-                LIMIT 1
-            ) AS n
-        )
-        SELECT array_agg(q.queue) INTO v_queues FROM queues AS q;
+        SELECT array_agg(p.queue) INTO v_queues
+        FROM pgrun._queued_pairs(ARRAY[v_row.job_type], '{}') AS p;
         IF v_queues IS NOT NULL THEN
             PERFORM pgrun._enqueue_notify_queues(v_queues);
         END IF;
