@@ -121,7 +121,7 @@ $$;
 ALTER FUNCTION public.ceiling_bare_enqueue(text, jsonb) OWNER TO pgrun_owner;
 """
 
-CLAIM_JOBS = "pgrun.claim_jobs(text, integer, integer, text[], text[])"
+CLAIM_JOBS = "pgrun.claim_jobs(text, integer, integer, text[], text[], integer)"
 
 
 def create_bare_claim_function(conn: psycopg.Connection[Any]) -> None:

@@ -35,7 +35,14 @@ from pgrun.testing import scratch_database
 
 
 def claim_ms(dsn: str, claims: int, **filters: Any) -> float:
-    params = {"worker_id": "bench", "lease_seconds": 60, "max_jobs": 10, "queues": None, "job_types": None}
+    params = {
+        "worker_id": "bench",
+        "lease_seconds": 60,
+        "max_jobs": 10,
+        "queues": None,
+        "job_types": None,
+        "max_held": None,
+    }
     params.update(filters)
     times = []
     with connect(dsn) as conn:

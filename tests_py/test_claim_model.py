@@ -9,12 +9,14 @@ scope stands in for its filters, and walls of ~120 ready jobs the claimer may no
 of the ones it may, so that the claim's bounded walk runs out and its per-(type, queue) step
 finds the batch. After every claim the rows it returned must be, in order, the first
 ``max_jobs`` ready jobs the claimer may take in claim order (priority, run_at, id), each
-capped type taking at most its room (cap - running), and every job's status must match the
-model. Jobs end (complete), go back (release), are cancelled while queued, and time passes;
-next_run_at, asked with the same filters, must name the earliest due time after now. Two claims
-also run at once: one in a transaction left open while the second runs, which must pass over
-every job the first holds locked and sit out the capped types whose runtime row it holds (what
-it holds is read with SKIP LOCKED from a third session), then the first commits or rolls back.
+capped type taking at most its room (cap - running; with max_held, also at most max_held less
+the running jobs of the type the claiming worker id holds), and every job's status must match
+the model. Claims come from two worker ids, with max_held or without. Jobs end (complete), go
+back (release), are cancelled while queued, and time passes; next_run_at, asked with the same
+filters, must name the earliest due time after now. Two claims also run at once: one in a
+transaction left open while the second runs, which must pass over every job the first holds
+locked and sit out the capped types whose runtime row it holds (what it holds is read with
+SKIP LOCKED from a third session), then the first commits or rolls back.
 """
 
 from __future__ import annotations
@@ -46,7 +48,9 @@ MAX_JOBS = st.integers(1, 6)
 DELAYS = st.sampled_from([0, 0, 2, 10])  # seconds until an enqueued job is due
 WALL_SIZES = st.sampled_from([105, 125])  # past the walk's bound (4 x max_jobs + 100) for small claims
 MAX_QUEUED = 450  # walls stop once this many jobs wait
-CLAIM = "SELECT job_id, lease_token FROM pgrun.claim_jobs('model-w', 3600, %s, %s, %s)"
+CLAIM = "SELECT job_id, lease_token FROM pgrun.claim_jobs(%s, 3600, %s, %s, %s, %s)"
+# a claim's worker id and max_held (NULL: no bound)
+CLAIMERS = st.tuples(st.sampled_from(["w1", "w2"]), st.sampled_from([None, None, 1, 2, 3]))
 
 
 Filter = list[str] | None  # a claim's queues or job_types argument
@@ -55,6 +59,11 @@ Filter = list[str] | None  # a claim's queues or job_types argument
 def filters(values: tuple[str, ...]) -> st.SearchStrategy[Filter]:
     """A claim's filter: left out (NULL), empty, or a few names in any order."""
     return st.one_of(st.none(), st.lists(st.sampled_from(values), max_size=len(values), unique=True))
+
+
+Claimer = tuple[str, int | None]  # worker id, max_held
+ClaimCall = tuple[Claimer, int, Filter, Filter, bool]  # the claimer, max_jobs, queues, job_types, scoped
+CLAIM_CALLS = st.tuples(CLAIMERS, MAX_JOBS, filters(QUEUES), filters(TYPES), st.booleans())
 
 
 @dataclass
@@ -66,6 +75,7 @@ class Job:
     run_at: datetime
     status: str = "queued"
     token: uuid.UUID | None = None
+    worker: str | None = None  # while running
 
 
 class ClaimMachine(RuleBasedStateMachine):
@@ -133,6 +143,7 @@ class ClaimMachine(RuleBasedStateMachine):
 
     def _expected(
         self,
+        claimer: Claimer,
         queues: Filter,
         job_types: Filter,
         max_jobs: int,
@@ -140,11 +151,17 @@ class ClaimMachine(RuleBasedStateMachine):
         held_types: Collection[str] = (),
     ) -> list[Job]:
         """The first max_jobs ready jobs in claim order that these filters, the pauses and
-        the caps' room let a claimer take; passing over the jobs another claim holds
-        (``held``), and the capped types whose runtime row it holds (``held_types``) sit the
-        claim out."""
+        the caps' room let a claimer (worker id, max_held) take; passing over the jobs another
+        claim holds (``held``), and the capped types whose runtime row it holds
+        (``held_types``) sit the claim out."""
+        worker, max_held = claimer
+        running = self._in_status("running")
         room = {
-            t: cap - sum(j.job_type == t for j in self._in_status("running"))
+            t: min(
+                cap - sum(j.job_type == t for j in running),
+                # with max_held, at most that less the type's running jobs this worker id holds
+                max_held - sum(j.worker == worker for j in running if j.job_type == t) if max_held else cap,
+            )
             for t, cap in self.caps.items()
             if cap is not None and t not in held_types
         }
@@ -211,16 +228,17 @@ class ClaimMachine(RuleBasedStateMachine):
         self.caps[job_type] = cap
 
     # twice: a claim is drawn twice as often as any other step
-    @rule(max_jobs=MAX_JOBS, queues=filters(QUEUES), job_types=filters(TYPES), scoped=st.booleans())
-    def claim(self, max_jobs: int, queues: Filter, job_types: Filter, scoped: bool) -> None:
-        self._claim(max_jobs, queues, job_types, scoped)
+    @rule(call=CLAIM_CALLS)
+    def claim(self, call: ClaimCall) -> None:
+        self._claim(*call)
 
-    @rule(max_jobs=MAX_JOBS, queues=filters(QUEUES), job_types=filters(TYPES), scoped=st.booleans())
-    def claim_again(self, max_jobs: int, queues: Filter, job_types: Filter, scoped: bool) -> None:
-        self._claim(max_jobs, queues, job_types, scoped)
+    @rule(call=CLAIM_CALLS)
+    def claim_again(self, call: ClaimCall) -> None:
+        self._claim(*call)
 
     def _claim(
         self,
+        claimer: Claimer,
         max_jobs: int,
         queues: Filter,
         job_types: Filter,
@@ -231,29 +249,30 @@ class ClaimMachine(RuleBasedStateMachine):
         """A claim by the admin (its filters as given) or by the scoped worker role (a NULL
         filter is its scope; a name outside it is refused, the queue checked first), while
         another transaction holds ``held`` and ``held_types`` (_expected)."""
-        params = (max_jobs, queues, job_types)
+        params = (claimer[0], max_jobs, queues, job_types, claimer[1])
         resolved = self._scope(scoped, CLAIM, params, queues, job_types)
         if resolved is None:
             return
-        expected = self._expected(*resolved, max_jobs, held, held_types)
+        expected = self._expected(claimer, *resolved, max_jobs, held, held_types)
         rows = (self.worker if scoped else self.conn).execute(CLAIM, params).fetchall()
         assert [r[0] for r in rows] == [j.id for j in expected]
-        self._mark_running(rows)
+        self._mark_running(rows, claimer[0])
 
-    def _mark_running(self, rows: list[tuple[Any, ...]]) -> None:
+    def _mark_running(self, rows: list[tuple[Any, ...]], worker: str) -> None:
         for job_id, token in rows:
             self.jobs[job_id].status = "running"
             self.jobs[job_id].token = token
+            self.jobs[job_id].worker = worker
 
     @rule(
-        first=st.tuples(MAX_JOBS, filters(QUEUES), filters(TYPES)),
-        second=st.tuples(MAX_JOBS, filters(QUEUES), filters(TYPES), st.booleans()),
+        first=st.tuples(CLAIMERS, MAX_JOBS, filters(QUEUES), filters(TYPES)),
+        second=CLAIM_CALLS,
         commit=st.booleans(),
     )
     def two_claims_at_once(
         self,
-        first: tuple[int, Filter, Filter],
-        second: tuple[int, Filter, Filter, bool],
+        first: tuple[Claimer, int, Filter, Filter],
+        second: ClaimCall,
         commit: bool,
     ) -> None:
         """Another admin's claim runs in a transaction left open while a second claim runs:
@@ -262,13 +281,16 @@ class ClaimMachine(RuleBasedStateMachine):
         first holds, and takes what the model then says; no job is claimed twice. The first
         then commits, or rolls back and its jobs stay queued."""
         with self.other.transaction(force_rollback=not commit):
-            firsts = self.other.execute(CLAIM, first).fetchall()
-            assert [r[0] for r in firsts] == [j.id for j in self._expected(first[1], first[2], first[0])]
+            claimer, max_jobs, queues, job_types = first
+            params = (claimer[0], max_jobs, queues, job_types, claimer[1])
+            firsts = self.other.execute(CLAIM, params).fetchall()
+            expected = self._expected(claimer, queues, job_types, max_jobs)
+            assert [r[0] for r in firsts] == [j.id for j in expected]
             held, held_types = self._held_by_other()
             assert {r[0] for r in firsts} <= held
             self._claim(*second, held, held_types)
         if commit:
-            self._mark_running(firsts)
+            self._mark_running(firsts, claimer[0])
 
     @rule(queues=filters(QUEUES), job_types=filters(TYPES), scoped=st.booleans())
     def next_due(self, queues: Filter, job_types: Filter, scoped: bool) -> None:

@@ -124,7 +124,7 @@ def test_a_widened_or_lost_grant_is_reported_and_repaired(db: str, roles: dict[s
         )
         conn.execute("GRANT SELECT, UPDATE ON pgrun.jobs TO pgrun_worker")
         conn.execute(
-            "REVOKE EXECUTE ON FUNCTION pgrun.claim_jobs(text, integer, integer, text[], text[])"
+            "REVOKE EXECUTE ON FUNCTION pgrun.claim_jobs(text, integer, integer, text[], text[], integer)"
             " FROM pgrun_worker"
         )
     problems = migrate.check_schema(db)

@@ -38,6 +38,13 @@
 --      rows by tuple id, which returns them in claim order.
 -- A capped type's surplus stays queued for a later call and takes no place in the batch: a
 -- batch holds fewer than max_jobs jobs only when no more are ready for the claimer.
+-- max_held (NULL: no bound) is the most running jobs of any one capped type the claimer
+-- holds under its worker_id, those it holds already counted (started or waiting in its local
+-- queue: PostgreSQL cannot tell): its room in a capped type is at most max_held less them. A
+-- worker that claims ahead of its free slots passes its slots (the Python worker: its slots,
+-- or what its handlers finish in its prefetch window when that is more), so the jobs waiting
+-- in one worker's queue do not take up a cap's room while another worker has slots to run
+-- them. Per type, as caps are; a type without a cap is not bounded by it.
 --
 -- Locks, in order: job_runtime_configs rows of capped types (job_type order, SKIP LOCKED),
 -- then the claimed jobs rows (claim order, SKIP LOCKED). Never waits on a row lock. Rows
@@ -46,7 +53,7 @@
 --
 -- Errors (RQ003, before anything is locked): job.invalid_worker_id (NULL, blank or over
 -- 200 characters), job.invalid_lease_seconds (outside 1..86400), job.invalid_max_jobs
--- (outside 1..1000). queues / job_types NULL mean "any"; an empty array matches nothing.
+-- (outside 1..1000), job.invalid_max_held (outside 1..10000). queues / job_types NULL mean "any"; an empty array matches nothing.
 -- A worker role with a scope (role_access queues / job_types) claims inside it: NULL means
 -- its scope, and a queue or type outside it is access.queue_denied / access.job_type_denied
 -- (42501, before anything is locked).
@@ -56,7 +63,8 @@ CREATE OR REPLACE FUNCTION pgrun.claim_jobs(
     lease_seconds integer DEFAULT 30,
     max_jobs integer DEFAULT 1,
     queues text[] DEFAULT NULL,
-    job_types text[] DEFAULT NULL
+    job_types text[] DEFAULT NULL,
+    max_held integer DEFAULT NULL
 )
 RETURNS TABLE (
     job_id uuid,
@@ -120,6 +128,13 @@ BEGIN
             'Claim as many jobs as the worker has free slots, at most 1000 per call.'
         );
     END IF;
+    IF claim_jobs.max_held NOT BETWEEN 1 AND 10000 THEN
+        PERFORM pgrun._raise(
+            'job.invalid_max_held',
+            format('max_held %s is outside 1..10000', claim_jobs.max_held),
+            'Pass how many jobs of a capped type the worker may hold (its slots), or NULL.'
+        );
+    END IF;
 
     -- 0. A worker role with a scope claims inside it only (util/_access.sql): NULL filters
     --    become the scope, a filter outside it is access.queue_denied / job_type_denied.
@@ -157,7 +172,8 @@ BEGIN
         ) AS l;
 
         -- 3. A new statement, so a fresh snapshot: it sees every claim committed by the
-        --    previous holder of each locked row. Room = cap - running.
+        --    previous holder of each locked row. Room = cap - running, and with max_held,
+        --    at most max_held less the type's running jobs this claimer holds (worker_id).
         SELECT
             coalesce(array_agg(r.job_type) FILTER (WHERE r.room > 0), '{}'),
             coalesce(array_agg(r.room) FILTER (WHERE r.room > 0), '{}')
@@ -165,13 +181,19 @@ BEGIN
         FROM (
             SELECT
                 rc.job_type,
-                rc.max_concurrency - (
-                    SELECT count(*)
-                    FROM pgrun.jobs AS j
-                    WHERE j.status = 'running' AND j.job_type = rc.job_type
+                least(
+                    rc.max_concurrency - n.running,
+                    claim_jobs.max_held - n.mine
                 ) AS room
             FROM unnest(v_locked) AS t (job_type)
             JOIN pgrun.job_runtime_configs AS rc ON rc.job_type = t.job_type
+            CROSS JOIN LATERAL (
+                SELECT
+                    count(*) AS running,
+                    count(*) FILTER (WHERE j.worker_id = claim_jobs.worker_id) AS mine
+                FROM pgrun.jobs AS j
+                WHERE j.status = 'running' AND j.job_type = rc.job_type
+            ) AS n
             WHERE rc.max_concurrency IS NOT NULL AND NOT rc.paused
         ) AS r;
 
@@ -385,13 +407,16 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION pgrun.claim_jobs(text, integer, integer, text[], text[]) IS
+COMMENT ON FUNCTION pgrun.claim_jobs(text, integer, integer, text[], text[], integer) IS
 'Claim up to max_jobs (1..1000) ready jobs (status queued, run_at <= now) for worker_id, lowest priority '
 'number first, then run_at, then id, optionally only from the given queues and job types (NULL = any, '
 'an empty array = none). Paused types are skipped and per-type max_concurrency caps are never exceeded '
 '(a capped type another claimer is claiming at this instant is skipped for this call); a capped type''s jobs '
 'beyond its room take no place in the batch, so a claim returns fewer than max_jobs only when no more jobs it '
-'may take are ready. Ready jobs it may not '
+'may take are ready. max_held (1..10000, NULL = no bound): the most running jobs of any one capped type the '
+'claimer holds under worker_id, those it holds counted; a worker claiming ahead of its free slots passes its '
+'slots, so jobs waiting in its local queue do not take a cap''s room another worker could run them in. '
+'Ready jobs it may not '
 'take (another queue or type, a paused or full type) cost it a bounded read however many sit ahead of its '
 'own. Each job becomes '
 'running under a fresh lease_token that expires lease_seconds (1..86400) from now, attempt and '
@@ -401,5 +426,5 @@ COMMENT ON FUNCTION pgrun.claim_jobs(text, integer, integer, text[], text[]) IS
 'step''s budget when continue_job set one, step, state, progress, the lease, run_at: when it became due, '
 'started_at: the claim''s time). Never waits on a lock held by another claimer. '
 'A worker role limited to queues or job types claims inside its scope (NULL filters = the scope). '
-'Errors: job.invalid_worker_id, job.invalid_lease_seconds, job.invalid_max_jobs (RQ003); '
+'Errors: job.invalid_worker_id, job.invalid_lease_seconds, job.invalid_max_jobs, job.invalid_max_held (RQ003); '
 'access.queue_denied, access.job_type_denied (42501: a filter outside the role''s scope).';

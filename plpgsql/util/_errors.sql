@@ -38,6 +38,7 @@ AS $$
             'job.invalid_max_concurrency', 'job.invalid_payload', 'job.payload_too_large', 'job.invalid_schedule',
             'job.invalid_idempotency_key', 'job.invalid_organization', 'job.batch_too_large', 'job.invalid_status',
             'job.invalid_max_rows', 'job.invalid_worker_id', 'job.invalid_lease_seconds', 'job.invalid_max_jobs',
+            'job.invalid_max_held',
             'job.invalid_batch', 'job.invalid_argument', 'job.invalid_delay', 'job.invalid_step',
             'job.invalid_progress', 'job.invalid_log_entry', 'job.invalid_older_than', 'job.result_too_large',
             'job.state_too_large', 'job.invalid_result', 'job.invalid_state',

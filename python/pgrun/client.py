@@ -423,6 +423,7 @@ def _claim_jobs(
     max_jobs: int,
     queues: Sequence[str] | None,
     job_types: Sequence[str] | None,
+    max_held: int | None = None,
 ) -> Call[list[ClaimedJob]]:
     params: dict[str, Any] = dict(
         worker_id=worker_id,
@@ -430,6 +431,7 @@ def _claim_jobs(
         max_jobs=max_jobs,
         queues=_list(queues),
         job_types=_list(job_types),
+        max_held=max_held,
     )
     return _all(q.CLAIM_JOBS, params, ClaimedJob)
 
@@ -895,11 +897,18 @@ class Client:
         max_jobs: int = 1,
         queues: Sequence[str] | None = None,
         job_types: Sequence[str] | None = None,
+        max_held: int | None = None,
     ) -> list[ClaimedJob]:
-        """Claim up to max_jobs ready jobs under fresh leases (pgrun.claim_jobs)."""
+        """Claim up to max_jobs ready jobs under fresh leases (pgrun.claim_jobs); max_held: the
+        most running jobs of any one capped type the caller holds (its slots), None: no bound."""
         return self._run(
             _claim_jobs(
-                worker_id, lease_seconds=lease_seconds, max_jobs=max_jobs, queues=queues, job_types=job_types
+                worker_id,
+                lease_seconds=lease_seconds,
+                max_jobs=max_jobs,
+                queues=queues,
+                job_types=job_types,
+                max_held=max_held,
             )
         )
 
@@ -1397,11 +1406,18 @@ class AsyncClient:
         max_jobs: int = 1,
         queues: Sequence[str] | None = None,
         job_types: Sequence[str] | None = None,
+        max_held: int | None = None,
     ) -> list[ClaimedJob]:
-        """Claim up to max_jobs ready jobs under fresh leases (pgrun.claim_jobs)."""
+        """Claim up to max_jobs ready jobs under fresh leases (pgrun.claim_jobs); max_held: the
+        most running jobs of any one capped type the caller holds (its slots), None: no bound."""
         return await self._run(
             _claim_jobs(
-                worker_id, lease_seconds=lease_seconds, max_jobs=max_jobs, queues=queues, job_types=job_types
+                worker_id,
+                lease_seconds=lease_seconds,
+                max_jobs=max_jobs,
+                queues=queues,
+                job_types=job_types,
+                max_held=max_held,
             )
         )
 

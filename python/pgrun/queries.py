@@ -37,7 +37,8 @@ SELECT * FROM pgrun.claim_jobs(
     lease_seconds => %(lease_seconds)s::integer,
     max_jobs => %(max_jobs)s::integer,
     queues => %(queues)s::text[],
-    job_types => %(job_types)s::text[])
+    job_types => %(job_types)s::text[],
+    max_held => %(max_held)s::integer)
 """
 
 NEXT_RUN_AT: Final = """

@@ -1,6 +1,6 @@
 -- Bad arguments to claim_jobs raise a clear code and claim nothing.
 BEGIN;
-SELECT plan(11);
+SELECT plan(14);
 
 -- SETUP
 SELECT pgrun_test.freeze_time('2030-01-01 00:00:00+00');
@@ -46,6 +46,20 @@ SELECT throws_ok(
 SELECT throws_ok(
     'SELECT * FROM pgrun.claim_jobs(worker_id => ''w'', max_jobs => NULL)',
     'RQ003', 'job.invalid_max_jobs', 'a NULL max_jobs is rejected'
+);
+
+-- TEST: max_held
+SELECT throws_ok(
+    'SELECT * FROM pgrun.claim_jobs(worker_id => ''w'', max_held => 0)',
+    'RQ003', 'job.invalid_max_held', 'max_held 0 is rejected'
+);
+SELECT throws_ok(
+    'SELECT * FROM pgrun.claim_jobs(worker_id => ''w'', max_held => -1)',
+    'RQ003', 'job.invalid_max_held', 'a negative max_held is rejected'
+);
+SELECT throws_ok(
+    'SELECT * FROM pgrun.claim_jobs(worker_id => ''w'', max_held => 10001)',
+    'RQ003', 'job.invalid_max_held', 'max_held over 10000 is rejected'
 );
 
 -- TEST: nothing was claimed by the refused calls
