@@ -471,3 +471,50 @@ def test_a_refused_registration_ends_the_worker_and_hands_back_what_it_claimed(
     assert job["status"] == "queued", "handed back at once, not left for its 60 s lease"
     assert (job["attempt"], job["attempts"]) == (0, [])
     assert "a loop crashed" in caplog.text and "access.denied" in caplog.text
+
+
+def test_jobs_claimed_ahead_leave_a_capped_types_room_to_another_worker(db: str) -> None:
+    """Sixteen one-second jobs of a type capped at 8, two workers of four slots. The first,
+    started alone, claimed eight (four for its slots, four ahead for its local queue): the
+    cap was full while four of them waited, and the second worker, started next, got none
+    until the first four ended: four ran at once where the cap allows eight. A worker's claims
+    pass its slots (claim_jobs' slots), so it holds at most four jobs of a capped type and the
+    second worker runs the other four at once."""
+    starts: list[tuple[str, float]] = []
+
+    def app_of(worker: str) -> App:
+        app = App()
+
+        @app.job("t.capped")
+        async def capped(ctx: JobContext) -> Any:
+            starts.append((worker, time.monotonic()))
+            await asyncio.sleep(1)
+
+        return app
+
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("SELECT pgrun.set_job_runtime_config('t.capped', max_concurrency => 8)")
+    with Client.connect(db) as client:
+        ids = [r.job_id for r in client.enqueue_jobs([{"job_type": "t.capped"}] * 16)]
+
+    def config(worker: str) -> Config:
+        return fast_config(db, worker_id=worker, max_global_concurrency=4, poll_interval_ms=60_000)
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        first = asyncio.create_task(run_loops(default_loops(app_of("a"), reaper=False), config("a"), stop))
+        while len(starts) < 4:  # the first worker runs four and holds what it claimed ahead
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.1)
+        second = asyncio.create_task(run_loops(default_loops(app_of("b"), reaper=False), config("b"), stop))
+        with Client.connect(db) as client:
+            while not await asyncio.to_thread(finished, client, ids):
+                await asyncio.sleep(0.05)
+        stop.set()
+        await asyncio.gather(first, second)
+
+    asyncio.run(asyncio.wait_for(main(), 30))
+    first_four_end = starts[3][1] + 1
+    assert [w for w, at in starts if at < first_four_end].count("b") == 4, starts
+    with Client.connect(db) as client:
+        assert statuses(client, ids) == ["succeeded"] * 16

@@ -508,6 +508,7 @@ class Worker:
                 max_jobs=wanted,
                 queues=self.queues,
                 job_types=job_types,
+                max_held=self._max_held(),
             )
         except (psycopg.OperationalError, TimeoutError) as exc:
             log.warning("claim failed (%s); retrying in %.1fs", exc, self._claim_delay)
@@ -599,6 +600,15 @@ class Worker:
             self._rate += min(1.0, elapsed / RATE_SECONDS) * (rate - self._rate)
             self._rate_at, self._rate_finished = now, self._finished
         return min(self._prefetch, max(self.slots, int(self._rate * PREFETCH_SECONDS)))
+
+    def _max_held(self) -> int:
+        """The most running jobs of any one capped type this worker holds, the ones waiting
+        in its local queue counted (claim_jobs' ``max_held``): its slots, or what its
+        handlers finish in ``PREFETCH_SECONDS`` when that is more and the bound allows it.
+        Jobs of a capped type held beyond what the slots start at once take a cap's room
+        that another worker could run them in; fast handlers start them within the window,
+        slow ones would leave them waiting a whole run."""
+        return max(self.slots, min(self._queue_bound(), int(self._rate * PREFETCH_SECONDS)))
 
     def _mean_handler_time(self) -> float:
         """The handlers' mean run time since the rate's last sample, or over the last sample
