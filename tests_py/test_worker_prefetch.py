@@ -242,6 +242,25 @@ def test_the_default_bound_follows_the_handlers_rate() -> None:
     assert _bound_after(fixed, 100_000, 1.0) == 3
 
 
+def test_slow_handlers_hold_what_they_finish_in_the_window_not_a_slots_worth() -> None:
+    """Handlers whose mean run time is known to be PREFETCH_SECONDS (0.1 s) or more get what
+    they finish in 0.1 s, not one slot's worth each: a claim's round trip is a small part of
+    such a run, and a job held ahead waits most of one while another worker might have
+    started it. Faster handlers, or none finished yet: one slot's worth each at least."""
+
+    def bound_after(worker: Worker, finished: int, handler_seconds: float) -> int:
+        worker._handler_seconds += handler_seconds
+        return _bound_after(worker, finished, 1.0)
+
+    worker = Worker(App(), cast(AsyncClient, None), Config(max_global_concurrency=10))
+    assert worker._queue_bound() == 10, "no handler finished yet: one slot's worth each"
+    assert bound_after(worker, 5, 5 * 1.0) == 0, "5 one-second runs in a second: none ahead"
+    assert bound_after(worker, 51, 51 * 0.2) == 5, "51 runs of 0.2 s in a second: 0.1 s of them"
+    assert bound_after(worker, 0, 0.0) == 0, "an idle spell keeps the known run time"
+    assert bound_after(worker, 201, 201 * 0.05) == 20, "runs of 50 ms: 0.1 s of 201 a second"
+    assert bound_after(worker, 50, 50 * 0.05) == 10, "... and never below a slot's worth"
+
+
 def test_a_claim_the_handlers_ran_dry_waiting_for_doubles_the_bound() -> None:
     """Slow start: a full claim sent while the worker had work, answered to an empty local
     queue and an idle slot, doubles the bound at once (up to the ceiling); a claim sent
@@ -285,7 +304,7 @@ def test_a_claim_the_handlers_ran_dry_waiting_for_sets_the_bound_from_their_mean
     assert ran_dry(0.005) == 200, "10 slots at 5 ms: 2,000 a second, 0.1 s of it"
     assert ran_dry(0.005, slots=2) == 40
     assert ran_dry(0.00001) == 1000, "no-op handlers: the ceiling in one step"
-    assert ran_dry(1.0) == 20, "slow handlers: twice the bound, as before any handler finished"
+    assert ran_dry(1.0) == 1, "one-second handlers: what the slots get through in 0.1 s, one job"
     assert ran_dry(0.0) == 20, "no handler finished yet: twice the bound"
 
 
@@ -518,3 +537,33 @@ def test_jobs_claimed_ahead_leave_a_capped_types_room_to_another_worker(db: str)
     assert [w for w, at in starts if at < first_four_end].count("b") == 4, starts
     with Client.connect(db) as client:
         assert statuses(client, ids) == ["succeeded"] * 16
+
+
+def test_a_worker_of_slow_handlers_leaves_the_jobs_it_cannot_start_queued(db: str) -> None:
+    """Two slots, handlers that took 0.3 s, an idle spell, then four jobs of 0.5 s at once:
+    the worker starts two and leaves two queued, for any worker with a free slot. It used
+    to hold all four (one slot's worth ahead each), two of them waiting half a second."""
+    starts: list[str] = []
+    burst = [f"b{i}" for i in range(4)]
+    app = _app(starts, {"w0": 0.3, "w1": 0.3} | dict.fromkeys(burst, 0.5))
+    peak = {"running": 0}
+    phase: dict[str, Any] = {}
+    with Client.connect(db) as client:
+        warm = [_enqueue(client, name) for name in ("w0", "w1")]
+
+        def check(c: Client) -> bool:
+            if "burst" not in phase:
+                if not finished(c, warm):
+                    return False
+                time.sleep(0.5)  # idle
+                phase["burst"] = [_enqueue(c, name) for name in burst]
+                phase["at"] = time.monotonic()
+            if time.monotonic() - phase["at"] < 0.4:  # before any burst job can end
+                peak["running"] = max(peak["running"], sum(d.running for d in c.queue_depth()))
+                return False
+            return finished(c, phase["burst"])
+
+        run_worker_until(app, fast_config(db, max_global_concurrency=2), check, timeout=30)
+        assert statuses(client, phase["burst"]) == ["succeeded"] * 4
+    assert peak["running"] == 2, "two started, two left queued, none held ahead"
+    assert sorted(starts) == sorted(["w0", "w1", *burst])

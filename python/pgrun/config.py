@@ -11,7 +11,7 @@ the nearest safe value (out of range), with a warning that names the variable.
 | JOBS_CLAIMS_IN_FLIGHT | 2 | 1 .. 4: claims the worker runs at once |
 | JOBS_LEASE_TTL_SECONDS | 30 | 10 .. 86400 |
 | JOBS_MAX_GLOBAL_CONCURRENCY | 10 | 1 .. 10000 |
-| JOBS_PREFETCH | unset: 0.1 s of throughput, concurrency .. 1000 | 0 .. 1000; 0 = free slots only |
+| JOBS_PREFETCH | unset: 0.1 s of throughput (see docs/python.md) | 0 .. 1000; 0 = free slots only |
 | JOBS_REAPER_INTERVAL_SECONDS | 10 | 1 .. 3600 |
 | JOBS_SCHEDULE_POLL_INTERVAL_SECONDS | 5 | 1 .. 3600 |
 | JOBS_REAPER_RETRY_DELAY_MS | unset: each job type's backoff | 0 .. 86400000 (0 = retry at once) |

@@ -5,7 +5,8 @@ One ``Worker`` is a handful of asyncio tasks sharing one connection pool:
 * **claim loop** (``_claim_loop``) — when the **local queue** (``_queue``: claimed jobs not
   started yet) and the claims in flight will bring are down to half its bound
   (``_queue_bound``: ``JOBS_PREFETCH`` if set, else about ``PREFETCH_SECONDS`` of the
-  handlers' recent rate, from one slot's worth per slot up to 1000) or a free slot has
+  handlers' recent rate, up to 1000, at least one slot's worth per slot unless the handlers
+  are known to take ``PREFETCH_SECONDS`` or more) or a free slot has
   nothing to start, and jobs may be ready, a ``claim_jobs`` task (``_claim``) asks for
   ``min(room, JOBS_CLAIM_BATCH_SIZE)`` jobs, room being the slots plus the bound minus what
   the worker holds and has asked for; at most ``JOBS_CLAIMS_IN_FLIGHT`` claims (default 2)
@@ -585,9 +586,13 @@ class Worker:
     def _queue_bound(self) -> int:
         """How many claimed, not started jobs the worker holds now: ``JOBS_PREFETCH`` when it
         is set; by default what the handlers finish in ``PREFETCH_SECONDS`` at the rate
-        measured lately, at least one per slot, at most ``config.prefetch_limit``. Fast
-        handlers get claims large enough to amortise the round trip; slow ones hold one more
-        slot's worth, so other workers are not starved and a held job waits about one run."""
+        measured lately, at most ``config.prefetch_limit``, and at least one per slot unless
+        the handlers' mean run time is known to be ``PREFETCH_SECONDS`` or more. Fast
+        handlers get claims large enough to amortise the round trip; slow ones get what they
+        finish in that window (none, for a few slots of one-second handlers): a claim's round
+        trip is a small part of such a run, and a job held ahead would wait most of a run
+        while another worker might have started it at once. Until a handler has finished, and
+        for faster ones, one slot's worth each."""
         if self.config.prefetch is not None:
             return self._prefetch
         now = time.monotonic()
@@ -599,7 +604,8 @@ class Worker:
             # Smoothed over about RATE_SECONDS: a sample that long (an idle spell) replaces it.
             self._rate += min(1.0, elapsed / RATE_SECONDS) * (rate - self._rate)
             self._rate_at, self._rate_finished = now, self._finished
-        return min(self._prefetch, max(self.slots, int(self._rate * PREFETCH_SECONDS)))
+        floor = self.slots if self._handler_time < PREFETCH_SECONDS else 0
+        return min(self._prefetch, max(floor, int(self._rate * PREFETCH_SECONDS)))
 
     def _max_held(self) -> int:
         """The most running jobs of any one capped type this worker holds, the ones waiting
