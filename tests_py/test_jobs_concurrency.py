@@ -152,6 +152,53 @@ def test_a_per_type_concurrency_cap_is_never_exceeded_by_eight_claimers(db: str)
     assert row == (240,)
 
 
+def test_a_claim_waits_for_another_claim_of_a_capped_type_and_counts_its_jobs(db: str) -> None:
+    """Each claim of a capped type locks the type's runtime row until it commits. A second
+    claim waits for it (claims are short) instead of leaving the type out: that came back
+    short with the type's jobs still ready, and a worker takes a short claim for a drained
+    queue. Once the first commits, the second counts the first's jobs: the cap holds."""
+    with connect(db) as conn:
+        conn.execute("SELECT pgrun.set_job_runtime_config('capped.work', max_concurrency => 3)")
+    bulk_enqueue(db, 5, job_type="capped.work", priority=1)
+    bulk_enqueue(db, 2, job_type="free.work", priority=2)
+    claim = "SELECT job_type FROM pgrun.claim_jobs(worker_id => %s, max_jobs => %s)"
+    with psycopg.connect(db) as first, connect(db) as second, connect(db) as observer:
+        assert first.execute(claim, ("w1", 2)).fetchall() == [("capped.work",)] * 2
+        with blocked_call(observer, second, lambda: second.execute(claim, ("w2", 5)).fetchall()) as got:
+            first.commit()
+    assert Counter(row[0] for row in got.value or []) == {"capped.work": 1, "free.work": 2}
+
+
+def test_a_claim_leaves_out_a_capped_type_whose_row_stays_locked_past_its_wait(db: str) -> None:
+    """A capped type's runtime row held longer than a claim takes (here by an open transaction
+    of set_job_runtime_config) is waited for 0.2 s at most (the caller's lock_timeout when
+    shorter): then the claim leaves the type out, as before, and takes the rest. The
+    caller's own lock_timeout is left as it was."""
+    with connect(db) as conn:
+        conn.execute("SELECT pgrun.set_job_runtime_config('capped.work', max_concurrency => 3)")
+    bulk_enqueue(db, 2, job_type="capped.work", priority=1)
+    bulk_enqueue(db, 2, job_type="free.work", priority=2)
+    with psycopg.connect(db) as admin, connect(db) as claimer:
+        admin.execute("SELECT pgrun.set_job_runtime_config('capped.work', max_concurrency => 4)")
+        claimer.execute("SET lock_timeout = '7s'")
+        started = time.monotonic()
+        rows = claimer.execute(
+            "SELECT job_type FROM pgrun.claim_jobs(worker_id => 'w', max_jobs => 5)"
+        ).fetchall()
+        took = time.monotonic() - started
+        assert rows == [("free.work",)] * 2
+        assert 0.2 <= took < 3, took
+        assert claimer.execute("SHOW lock_timeout").fetchone() == ("7s",)
+        claimer.execute("SET lock_timeout = '50ms'")  # a shorter wait of the caller's own is kept
+        started = time.monotonic()
+        rows = claimer.execute(
+            "SELECT job_type FROM pgrun.claim_jobs(worker_id => 'w', max_jobs => 5)"
+        ).fetchall()
+        took = time.monotonic() - started
+        assert rows == [] and 0.05 <= took < 0.19, (rows, took)
+        admin.rollback()
+
+
 def test_two_sessions_racing_the_same_keyed_enqueue_get_one_job(db: str) -> None:
     call = (
         "SELECT job_id, created FROM pgrun.enqueue_job(job_type => 'mail.send', "

@@ -18,9 +18,11 @@
 -- Paused job types are not claimed. A job type with max_concurrency never has more
 -- running jobs than the cap, however many claimers run at once:
 --   1. read the paused and the capped types (job_runtime_configs, no lock);
---   2. when some are capped, lock their rows ORDER BY job_type FOR UPDATE SKIP LOCKED. A
---      capped type whose row another claimer holds is left out of this call (no
---      waiting; the next call tries again);
+--   2. when some are capped, lock their rows ORDER BY job_type FOR UPDATE, waiting at most
+--      0.2 s (the caller's lock_timeout when shorter) for another claim of the type to
+--      commit; a capped type whose row is held longer than that is left out of this call
+--      (the next call tries again). Skipping at once, as claims did before, came back short
+--      whenever two claimers of a capped type met, which a worker reads as a drained queue;
 --   3. in a new statement (READ COMMITTED: a fresh snapshot, which sees every claim the
 --      previous holder of the row committed) count the running jobs of each locked type
 --      (through jobs_lease_idx, the partial index over running jobs); its room is max_concurrency minus that count, and a full type is left out;
@@ -46,8 +48,8 @@
 -- in one worker's queue do not take up a cap's room while another worker has slots to run
 -- them. Per type, as caps are; a type without a cap is not bounded by it.
 --
--- Locks, in order: job_runtime_configs rows of capped types (job_type order, SKIP LOCKED),
--- then the claimed jobs rows (claim order, SKIP LOCKED). Never waits on a row lock. Rows
+-- Locks, in order: job_runtime_configs rows of capped types (job_type order, waiting at most
+-- 0.2 s), then the claimed jobs rows (claim order, SKIP LOCKED: never waits on a job). Rows
 -- locked and not kept (the per-pair walks' surplus, a capped type's beyond its room, a job of
 -- another type the plain walk met) stay locked until the claim's transaction ends.
 --
@@ -105,6 +107,7 @@ AS $$
 DECLARE
     v_now timestamptz := pgrun.now();
     v_capped text[];
+    v_lock_timeout text;
     v_locked text[];
     v_excluded text[];
     v_room_types text[] := '{}'::text[];
@@ -159,17 +162,46 @@ BEGIN
     END IF;
 
     IF cardinality(v_capped) > 0 THEN
-        -- 2. Lock the capped types' rows without waiting; a type another claimer holds
-        --    sits this call out.
-        SELECT coalesce(array_agg(l.job_type ORDER BY l.job_type), '{}')
-        INTO v_locked
-        FROM (
-            SELECT rc.job_type
-            FROM pgrun.job_runtime_configs AS rc
-            WHERE rc.job_type = ANY(v_capped)
-            ORDER BY rc.job_type
-            FOR UPDATE SKIP LOCKED
-        ) AS l;
+        -- 2. Lock the capped types' rows, in job_type order (no deadlock between claims),
+        --    waiting at most 0.2 s (or the caller's lock_timeout when shorter): another claim
+        --    of the type holds its row until it commits, a few milliseconds. Rather than
+        --    wait longer (a row held by something else, an open transaction of
+        --    set_job_runtime_config), the rows free now are locked without waiting and a
+        --    type still held sits this call out. The bound is this statement's lock_timeout
+        --    only (the caller's is set back; the block's rollback sets it back on the
+        --    timeout).
+        v_lock_timeout := current_setting('lock_timeout');
+        BEGIN
+            PERFORM set_config(
+                'lock_timeout',
+                CASE
+                    WHEN v_lock_timeout::interval > interval '0' AND v_lock_timeout::interval < interval '200 ms'
+                        THEN v_lock_timeout
+                    ELSE '200ms'
+                END,
+                true
+            );
+            SELECT coalesce(array_agg(l.job_type ORDER BY l.job_type), '{}')
+            INTO v_locked
+            FROM (
+                SELECT rc.job_type
+                FROM pgrun.job_runtime_configs AS rc
+                WHERE rc.job_type = ANY(v_capped)
+                ORDER BY rc.job_type
+                FOR UPDATE
+            ) AS l;
+            PERFORM set_config('lock_timeout', v_lock_timeout, true);
+        EXCEPTION WHEN lock_not_available THEN
+            SELECT coalesce(array_agg(l.job_type ORDER BY l.job_type), '{}')
+            INTO v_locked
+            FROM (
+                SELECT rc.job_type
+                FROM pgrun.job_runtime_configs AS rc
+                WHERE rc.job_type = ANY(v_capped)
+                ORDER BY rc.job_type
+                FOR UPDATE SKIP LOCKED
+            ) AS l;
+        END;
 
         -- 3. A new statement, so a fresh snapshot: it sees every claim committed by the
         --    previous holder of each locked row. Room = cap - running, and with max_held,
@@ -411,7 +443,8 @@ COMMENT ON FUNCTION pgrun.claim_jobs(text, integer, integer, text[], text[], int
 'Claim up to max_jobs (1..1000) ready jobs (status queued, run_at <= now) for worker_id, lowest priority '
 'number first, then run_at, then id, optionally only from the given queues and job types (NULL = any, '
 'an empty array = none). Paused types are skipped and per-type max_concurrency caps are never exceeded '
-'(a capped type another claimer is claiming at this instant is skipped for this call); a capped type''s jobs '
+'(claims of a capped type take turns: one waits at most 0.2 s, or its lock_timeout when shorter, for another '
+'to commit, then leaves a type still held out of this call); a capped type''s jobs '
 'beyond its room take no place in the batch, so a claim returns fewer than max_jobs only when no more jobs it '
 'may take are ready. max_held (1..10000, NULL = no bound): the most running jobs of any one capped type the '
 'claimer holds under worker_id, those it holds counted; a worker claiming ahead of its free slots passes its '
@@ -424,7 +457,7 @@ COMMENT ON FUNCTION pgrun.claim_jobs(text, integer, integer, text[], text[], int
 'shows the claim, the event that ends the attempt records its start and worker). Returns one '
 'row per claimed job, in claim order, with what the handler needs (payload, attempt, max_attempts: the '
 'step''s budget when continue_job set one, step, state, progress, the lease, run_at: when it became due, '
-'started_at: the claim''s time). Never waits on a lock held by another claimer. '
+'started_at: the claim''s time). Never waits on a job another claimer holds. '
 'A worker role limited to queues or job types claims inside its scope (NULL filters = the scope). '
 'Errors: job.invalid_worker_id, job.invalid_lease_seconds, job.invalid_max_jobs, job.invalid_max_held (RQ003); '
 'access.queue_denied, access.job_type_denied (42501: a filter outside the role''s scope).';
