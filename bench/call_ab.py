@@ -20,10 +20,12 @@ N instead: the other side of a change that moves cost between statements and row
 worker's batches pay). Use fewer --calls then (a cycle of 500 jobs takes ~30 ms a side).
 
 With --job-types the claims name the job type they take (bench.noop), as a worker's claims
-name the types it has handlers for; without it they name none.
+name the types it has handlers for; without it they name none. With --capped N the job type
+has max_concurrency N on both sides (set_job_runtime_config): the claims take the capped path
+(the type's runtime row locked, its running jobs counted).
 
 Usage: python bench/call_ab.py --base REF [--rounds 3] [--calls 3000] [--sync off|on] [--batch 1]
-                               [--job-types]
+                               [--job-types] [--capped N]
 Without DATABASE_URL it starts an embedded server (durable settings).
 """
 
@@ -126,6 +128,7 @@ def main() -> int:
     parser.add_argument(
         "--job-types", action="store_true", help="claims name their job type, as a worker's do"
     )
+    parser.add_argument("--capped", type=int, help="the job type's max_concurrency on both sides")
     parser.add_argument("--json", default="bench/results/call_ab.json")
     args = parser.parse_args()
 
@@ -150,6 +153,13 @@ def main() -> int:
         ):
             dsns = {"base": made_base["base_admin"].dsn(base), "head": made["admin"].dsn(head)}
             job_types = ["bench.noop"] if args.job_types else None
+            if args.capped is not None:
+                for dsn in dsns.values():
+                    with psycopg.connect(dsn, autocommit=True) as conn:
+                        conn.execute(
+                            "SELECT pgrun.set_job_runtime_config('bench.noop', max_concurrency => %s)",
+                            (args.capped,),
+                        )
             for n in range(args.rounds):
                 got = run_round(dsns, args.calls, args.sync, args.batch, job_types)
                 rounds.append(got)
@@ -180,6 +190,7 @@ def main() -> int:
         "sync": args.sync,
         "batch": args.batch,
         "job_types": args.job_types,
+        "capped": args.capped,
         "rounds": rounds,
         "medians": medians,
         "ratios": ratios,

@@ -199,6 +199,31 @@ def test_a_claim_leaves_out_a_capped_type_whose_row_stays_locked_past_its_wait(d
         admin.rollback()
 
 
+def test_a_claim_of_a_capped_type_refuses_a_snapshot_older_than_the_claims_it_counts(db: str) -> None:
+    """A claim under REPEATABLE READ counted a capped type's running jobs in its transaction's
+    snapshot: the claims committed since were missed and the cap exceeded (cap 3: 3 claimed
+    from one queue, then 3 more from another by a transaction whose snapshot was older). It
+    is refused now (job.claim_unsupported_isolation) and claims nothing."""
+    with connect(db) as conn:
+        conn.execute("SELECT pgrun.set_job_runtime_config('capped.work', max_concurrency => 3)")
+    bulk_enqueue(db, 5, job_type="capped.work", queue="q1")
+    bulk_enqueue(db, 5, job_type="capped.work", queue="q2")
+    claim = "SELECT job_id FROM pgrun.claim_jobs(worker_id => %s, max_jobs => 3, queues => %s)"
+    with connect(db) as first, psycopg.connect(db) as older:
+        older.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        older.execute("SELECT 1")  # its snapshot, before the first claim commits
+        assert len(first.execute(claim, ("w1", ["q1"])).fetchall()) == 3
+        with pytest.raises(psycopg.Error) as refused:
+            older.execute(claim, ("w2", ["q2"]))
+        assert (refused.value.sqlstate, refused.value.diag.message_primary) == (
+            "RQ006",
+            "job.claim_unsupported_isolation",
+        )
+        older.rollback()
+        row = first.execute("SELECT count(*) FROM pgrun.jobs WHERE status = 'running'").fetchone()
+    assert row == (3,)
+
+
 def test_two_sessions_racing_the_same_keyed_enqueue_get_one_job(db: str) -> None:
     call = (
         "SELECT job_id, created FROM pgrun.enqueue_job(job_type => 'mail.send', "

@@ -55,7 +55,10 @@
 --
 -- Errors (RQ003, before anything is locked): job.invalid_worker_id (NULL, blank or over
 -- 200 characters), job.invalid_lease_seconds (outside 1..86400), job.invalid_max_jobs
--- (outside 1..1000), job.invalid_max_held (outside 1..10000). queues / job_types NULL mean "any"; an empty array matches nothing.
+-- (outside 1..1000), job.invalid_max_held (outside 1..10000); job.claim_unsupported_isolation
+-- (RQ006, before anything is locked: a capped type the claimer may take, in a REPEATABLE
+-- READ or SERIALIZABLE transaction). queues / job_types NULL mean "any"; an empty array
+-- matches nothing.
 -- A worker role with a scope (role_access queues / job_types) claims inside it: NULL means
 -- its scope, and a queue or type outside it is access.queue_denied / access.job_type_denied
 -- (42501, before anything is locked).
@@ -162,6 +165,21 @@ BEGIN
     END IF;
 
     IF cardinality(v_capped) > 0 THEN
+        -- A capped type's room is counted in a snapshot taken after its row is locked (step
+        -- 3): only READ COMMITTED (and READ UNCOMMITTED, which PostgreSQL runs as it) takes
+        -- one per statement. Under REPEATABLE READ / SERIALIZABLE the count would miss what
+        -- claims committed since the transaction's snapshot and exceed the cap.
+        IF current_setting('transaction_isolation') NOT IN ('read committed', 'read uncommitted') THEN
+            PERFORM pgrun._raise(
+                'job.claim_unsupported_isolation',
+                format(
+                    'a claim of capped job type(s) %s at isolation level %s',
+                    pgrun._clip(pg_catalog.array_to_string(v_capped, ', '), 200),
+                    current_setting('transaction_isolation')
+                ),
+                'Claim in a READ COMMITTED transaction (the default), or name only uncapped job types.'
+            );
+        END IF;
         -- 2. Lock the capped types' rows, in job_type order (no deadlock between claims),
         --    waiting at most 0.2 s (or the caller's lock_timeout when shorter): another claim
         --    of the type holds its row until it commits, a few milliseconds. Rather than
@@ -170,17 +188,8 @@ BEGIN
         --    type still held sits this call out. The bound is this statement's lock_timeout
         --    only (the caller's is set back; the block's rollback sets it back on the
         --    timeout).
-        v_lock_timeout := current_setting('lock_timeout');
         BEGIN
-            PERFORM set_config(
-                'lock_timeout',
-                CASE
-                    WHEN v_lock_timeout::interval > interval '0' AND v_lock_timeout::interval < interval '200 ms'
-                        THEN v_lock_timeout
-                    ELSE '200ms'
-                END,
-                true
-            );
+            v_lock_timeout := pgrun._cap_lock_timeout('200ms');
             SELECT coalesce(array_agg(l.job_type ORDER BY l.job_type), '{}')
             INTO v_locked
             FROM (
@@ -460,4 +469,5 @@ COMMENT ON FUNCTION pgrun.claim_jobs(text, integer, integer, text[], text[], int
 'started_at: the claim''s time). Never waits on a job another claimer holds. '
 'A worker role limited to queues or job types claims inside its scope (NULL filters = the scope). '
 'Errors: job.invalid_worker_id, job.invalid_lease_seconds, job.invalid_max_jobs, job.invalid_max_held (RQ003); '
+'job.claim_unsupported_isolation (RQ006: a capped type it may take, under REPEATABLE READ or SERIALIZABLE); '
 'access.queue_denied, access.job_type_denied (42501: a filter outside the role''s scope).';

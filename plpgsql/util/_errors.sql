@@ -66,7 +66,7 @@ AS $$
         ]),
         ('RQ006', ARRAY[
             'job.enqueue_idempotency_unsupported_isolation', 'workflow.enqueue_idempotency_unsupported_isolation',
-            'workflow.unsupported_isolation'
+            'workflow.unsupported_isolation', 'job.claim_unsupported_isolation'
         ]),
         ('40001', ARRAY['job.enqueue_idempotency_race', 'workflow.enqueue_idempotency_race']),
         ('42501', ARRAY[

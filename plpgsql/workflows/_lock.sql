@@ -36,29 +36,6 @@
 --
 -- Errors: workflow.release_conflict (RQ001), workflow.unsupported_isolation (RQ006).
 
-CREATE OR REPLACE FUNCTION pgrun._workflow_cap_lock_timeout()
-RETURNS text
-LANGUAGE plpgsql
-VOLATILE
-AS $$
-DECLARE
-    c_cap CONSTANT text := '5s';
-    c_cap_ms CONSTANT double precision := 5000;
-    v_previous text := current_setting('lock_timeout');
-    v_previous_ms double precision := extract(EPOCH FROM v_previous::interval) * 1000;
-BEGIN
-    IF v_previous_ms = 0 OR v_previous_ms > c_cap_ms THEN
-        PERFORM set_config('lock_timeout', c_cap, true);
-    END IF;
-    RETURN v_previous;
-END;
-$$;
-
-REVOKE EXECUTE ON FUNCTION pgrun._workflow_cap_lock_timeout() FROM public;
-
-COMMENT ON FUNCTION pgrun._workflow_cap_lock_timeout() IS
-'Private: cap lock_timeout at 5 s for this transaction (a stricter value is kept); returns the previous value.';
-
 -- Lock the workflow_runs rows of p_run_ids in run id order.
 --   p_mode 'exclusive'  : FOR UPDATE, waiting under the caller's own lock_timeout (cancel).
 --   p_mode 'shared'     : FOR KEY SHARE, waiting with lock_timeout capped at 5 s, then
@@ -103,7 +80,7 @@ BEGIN
             );
         END;
     ELSIF p_mode = 'shared' THEN
-        v_previous := pgrun._workflow_cap_lock_timeout();
+        v_previous := pgrun._cap_lock_timeout('5s');
         BEGIN
             PERFORM
             FROM pgrun.workflow_runs AS r
