@@ -311,6 +311,32 @@ def test_jobs_put_back_in_the_queue_notify_like_new_ones(db: str) -> None:
     assert requeued == ["alpha"]
 
 
+def test_retries_and_next_steps_notify_like_new_jobs(db: str) -> None:
+    """A retry (fail_jobs, the reaper) and a job's next step (continue_job) queue a job again:
+    they reach a LISTENing worker once committed, as an enqueue's do, so an idle worker other
+    than the one that wrote them starts them without waiting for its poll."""
+    with connect(db) as listener, connect(db) as worker:
+        for _ in range(3):
+            worker.execute("SELECT * FROM pgrun.enqueue_job(job_type => 'again', queue => 'gamma')")
+        listener.execute("LISTEN pgrun_jobs")
+        claim = "SELECT job_id, lease_token FROM pgrun.claim_jobs('w', %s, 1)"
+        failed, continued = worker.execute(claim, (60,)).fetchone(), worker.execute(claim, (60,)).fetchone()
+        expiring = worker.execute(claim, (1,)).fetchone()
+        assert failed and continued and expiring
+        worker.execute(
+            "SELECT count(*) FROM pgrun.fail_jobs(%s, %s, retry_delays => '{0 s}')",
+            ([failed[0]], [failed[1]]),
+        )
+        worker.execute("SELECT * FROM pgrun.continue_job(%s, %s, 'next')", continued)
+        time.sleep(1.1)  # the third lease expires
+        reaped = worker.execute(
+            "SELECT outcome FROM pgrun.reap_expired_leases(retry_delay => '0 s')"
+        ).fetchall()
+        assert reaped == [("lease_expired",)]
+        payloads = [n.payload for n in listener.notifies(timeout=1.0)]
+    assert payloads == ["gamma"] * 3, "one per call: the retry, the next step, the reaped job"
+
+
 @pytest.mark.parametrize(
     ("racer", "expected"),
     [

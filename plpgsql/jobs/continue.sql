@@ -15,6 +15,9 @@
 -- The lease is checked like every lifecycle write: same token, status running,
 -- lease_expires_at > pgrun.now(); otherwise job.lease_lost and nothing is written.
 --
+-- The next step's queue is notified as a new job's is (the queue, or the queue and the due
+-- time when delayed: jobs/_insert.sql), so idle workers start it without waiting for a poll.
+--
 -- Locks: the job row (FOR UPDATE). The finished attempt is recorded on the 'continued' (or
 -- 'cancelled') event; a job cancelled here that belongs to a workflow run has its step
 -- settled by pgrun._workflow_finish_steps.
@@ -62,6 +65,7 @@ DECLARE
     v_now timestamptz := pgrun.now();
     v_status text;
     v_run_at timestamptz;
+    v_queue text;
     v_workflow_run_id uuid;
     v_state_bytes integer;
     v_state_ok boolean;
@@ -154,7 +158,7 @@ BEGIN
         FROM owned AS o
         WHERE j.id = o.id
         RETURNING
-            j.id, j.status, j.run_at, j.total_attempts, j.cancel_reason, j.workflow_run_id,
+            j.id, j.status, j.queue, j.run_at, j.total_attempts, j.cancel_reason, j.workflow_run_id,
             o.worker_id, o.step, o.lease_token, o.started_at
     ),
 
@@ -183,11 +187,16 @@ BEGIN
         FROM continued AS c
     )
 
-    SELECT c.status, c.run_at, c.workflow_run_id INTO v_status, v_run_at, v_workflow_run_id
+    SELECT c.status, c.queue, c.run_at, c.workflow_run_id INTO v_status, v_queue, v_run_at, v_workflow_run_id
     FROM continued AS c;
 
     IF v_status IS NULL THEN
         PERFORM pgrun._lease_raise_lost(continue_job.job_id, continue_job.lease_token);
+    END IF;
+    -- The next step is queued: its queue's idle workers are told when it comes due (as for a
+    -- new job), rather than find it at their poll.
+    IF v_status = 'queued' THEN
+        PERFORM pgrun._enqueue_notify(pgrun._enqueue_notify_payload(v_queue, v_run_at, v_now));
     END IF;
     -- A pending cancel ended the job: settle its workflow step, if any.
     IF v_status = 'cancelled' AND v_workflow_run_id IS NOT NULL THEN
@@ -205,7 +214,7 @@ COMMENT ON FUNCTION pgrun.continue_job(uuid, uuid, text, jsonb, interval, intege
 'budget starts afresh (attempt = 0; total_attempts keeps counting). The attempt ends with outcome '
 'continued and one continued event is written; the next claim returns the new step and state. A pending '
 'cancel request makes the job cancelled instead (step and state still stored). Returns outcome (continued '
-'or cancelled) and run_at of the next step. '
+'or cancelled) and run_at of the next step; the next step''s queue is notified as a new job''s is. '
 'max_attempts (1..1000) and retry_delay give the next step its own attempt budget and delay between '
 'failed attempts (NULL = the job''s max_attempts and its type''s backoff; a retry_delay passed to fail_job '
 'still wins); they hold for that step only, a later continue without them restores the job''s settings. '

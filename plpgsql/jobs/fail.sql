@@ -27,6 +27,10 @@
 -- (outcome 'lease_lost' with lost_reason), not raised, and nothing is written for it; the
 -- rest of the batch is committed. fail_job is the one-job form and raises job.lease_lost.
 --
+-- The retried jobs' queues are notified as an enqueue's are (pgrun._enqueue_notify_jobs,
+-- jobs/_insert.sql: once per queue, with the earliest due time of its retries when delayed),
+-- so idle workers start a retry when it comes due, not at their poll.
+--
 -- Locks: the batch's owned job rows, in id order (FOR UPDATE).
 --
 -- Workflows: a job that died or was cancelled here and belongs to a workflow run has its
@@ -67,6 +71,8 @@ DECLARE
     v_run_ats timestamptz[];
     v_lost_reasons text[];
     v_workflow_jobs uuid[];
+    v_retry_queues text[];
+    v_retry_run_ats timestamptz[];
 BEGIN
     PERFORM pgrun._lease_check_batch(
         fail_jobs.job_ids,
@@ -141,7 +147,7 @@ BEGIN
             updated_at = v_now
         FROM decided AS d
         WHERE j.id = d.id
-        RETURNING j.id, d.new_status, d.retry_at, j.workflow_run_id, d.ord
+        RETURNING j.id, j.queue, d.new_status, d.retry_at, j.workflow_run_id, d.ord
     ),
 
     events AS (
@@ -192,11 +198,14 @@ BEGIN
         array_agg(u.outcome ORDER BY u.ord),
         array_agg(u.run_at ORDER BY u.ord),
         array_agg(u.lost_reason ORDER BY u.ord),
-        array_agg(u.id ORDER BY u.ord) FILTER (WHERE u.workflow_run_id IS NOT NULL AND u.finished)
-    INTO v_ids, v_outcomes, v_run_ats, v_lost_reasons, v_workflow_jobs
+        array_agg(u.id ORDER BY u.ord) FILTER (WHERE u.workflow_run_id IS NOT NULL AND u.finished),
+        array_agg(u.queue) FILTER (WHERE u.outcome = 'retry_scheduled'),
+        array_agg(u.run_at) FILTER (WHERE u.outcome = 'retry_scheduled')
+    INTO v_ids, v_outcomes, v_run_ats, v_lost_reasons, v_workflow_jobs, v_retry_queues, v_retry_run_ats
     FROM (
         SELECT
             f.id,
+            f.queue,
             CASE f.new_status WHEN 'queued' THEN 'retry_scheduled' ELSE f.new_status END AS outcome,
             CASE WHEN f.new_status = 'queued' THEN f.retry_at END AS run_at,
             NULL::text AS lost_reason,
@@ -205,10 +214,16 @@ BEGIN
             f.ord
         FROM failed AS f
         UNION ALL
-        SELECT i.id, 'lease_lost', NULL, pgrun._lease_lost_reason(i.id, i.token), NULL, FALSE, i.ord
+        SELECT i.id, NULL, 'lease_lost', NULL, pgrun._lease_lost_reason(i.id, i.token), NULL, FALSE, i.ord
         FROM input AS i
         WHERE i.id NOT IN (SELECT f.id FROM failed AS f)
     ) AS u;
+
+    -- The retried jobs are queued again: their queues' idle workers are told when they come
+    -- due (as for new jobs), rather than find them at their poll.
+    IF v_retry_queues IS NOT NULL THEN
+        PERFORM pgrun._enqueue_notify_jobs(v_retry_queues, v_retry_run_ats, v_now);
+    END IF;
 
     -- Workflow steps of the jobs that just died or were cancelled: settle them, release dependents.
     IF v_workflow_jobs IS NOT NULL THEN
@@ -235,7 +250,8 @@ COMMENT ON FUNCTION pgrun.fail_jobs(uuid[], uuid[], text[], text[], boolean[], i
 'error code timeout, crashed for crashed, else failed. Messages over 4000 characters and codes over 128 '
 'are truncated, never rejected. Returns one row per input job in input order: outcome retry_scheduled, '
 'dead, cancelled or lease_lost (with lost_reason; nothing written for that job), and run_at for a retry. '
-'retry_delays: 0 s..100 years each. Errors: job.invalid_batch, job.invalid_delay (RQ003).';
+'retry_delays: 0 s..100 years each. The retries'' queues are notified as an enqueue''s are. '
+'Errors: job.invalid_batch, job.invalid_delay (RQ003).';
 
 CREATE OR REPLACE FUNCTION pgrun.fail_job(
     job_id uuid,

@@ -14,6 +14,8 @@
 --     back to honour it).
 -- One statement with data-modifying CTEs. The worker that held the lease finds out at its
 -- next write (job.lease_lost), since the lease token is gone; worker_id stays and names it.
+-- The retried jobs' queues are notified as an enqueue's are (pgrun._enqueue_notify_jobs), so
+-- idle workers start them when they come due, not at their poll.
 --
 -- Locks: the chosen job rows in id order, FOR UPDATE SKIP LOCKED (a job a worker or
 -- another reaper is writing right now is left for the next pass; the reaper never waits),
@@ -51,6 +53,8 @@ DECLARE
     v_outcomes text[];
     v_run_ats timestamptz[];
     v_workflow_finished uuid[];
+    v_retry_queues text[];
+    v_retry_run_ats timestamptz[];
     v_stale uuid[];
 BEGIN
     IF reap_expired_leases.max_jobs IS NULL OR reap_expired_leases.max_jobs NOT BETWEEN 1 AND 10000 THEN
@@ -122,7 +126,7 @@ BEGIN
             updated_at = v_now
         FROM decided AS d
         WHERE j.id = d.id
-        RETURNING j.id, d.new_status, d.retry_at, j.workflow_run_id
+        RETURNING j.id, j.queue, d.new_status, d.retry_at, j.workflow_run_id
     ),
 
     events AS (
@@ -169,9 +173,17 @@ BEGIN
         coalesce(array_agg(CASE WHEN r.new_status = 'queued' THEN r.retry_at END ORDER BY r.id), '{}'),
         coalesce(array_agg(r.id ORDER BY r.id) FILTER (
             WHERE r.new_status IN ('dead', 'cancelled') AND r.workflow_run_id IS NOT NULL
-        ), '{}')
-    INTO v_ids, v_outcomes, v_run_ats, v_workflow_finished
+        ), '{}'),
+        array_agg(r.queue) FILTER (WHERE r.new_status = 'queued'),
+        array_agg(r.retry_at) FILTER (WHERE r.new_status = 'queued')
+    INTO v_ids, v_outcomes, v_run_ats, v_workflow_finished, v_retry_queues, v_retry_run_ats
     FROM reaped AS r;
+
+    -- The retried jobs are queued again: their queues' idle workers are told when they come
+    -- due (as for new jobs), rather than find them at their poll.
+    IF v_retry_queues IS NOT NULL THEN
+        PERFORM pgrun._enqueue_notify_jobs(v_retry_queues, v_retry_run_ats, v_now);
+    END IF;
 
     -- Workflow steps of exactly the jobs this call ended (dead or cancelled).
     IF cardinality(v_workflow_finished) > 0 THEN
@@ -193,5 +205,6 @@ COMMENT ON FUNCTION pgrun.reap_expired_leases(integer, interval) IS
 'with none left (max_attempts: the step''s when continue_job set one) it is dead with a job_dead_letters '
 'row, reason lease_expired (event dead); a job with a pending cancel request ends cancelled. Returns one '
 'row per reaped job: outcome lease_expired (retried), dead or cancelled, and run_at for a retry. Call '
-'again while it returns max_jobs rows. retry_delay: 0 s..100 years. '
+'again while it returns max_jobs rows. retry_delay: 0 s..100 years. The retries'' queues are notified as '
+'an enqueue''s are. '
 'Errors: job.invalid_max_jobs, job.invalid_delay (RQ003).';
