@@ -41,7 +41,6 @@ def claim_ms(dsn: str, claims: int, **filters: Any) -> float:
         "max_jobs": 10,
         "queues": None,
         "job_types": None,
-        "max_held": None,
     }
     params.update(filters)
     times = []

@@ -46,7 +46,13 @@ async def scenario(call: Invoke) -> None:
     continued = await call("continue_job", three.job_id, three.lease_token, "next", state={"s": 1})
     assert continued.outcome == "continued"
 
-    again = {job.job_id: job for job in await call("claim_jobs", "w2", max_jobs=5, lease_seconds=60)}
+    # capped, a claim with max_held 1 takes one job of the type; one without it, the rest
+    assert (await call("set_job_runtime_config", "t.work", max_concurrency=10)).max_concurrency == 10
+    held = await call("claim_jobs", "w2", max_jobs=5, lease_seconds=60, max_held=1)
+    assert len(held) == 1
+    held += await call("claim_jobs", "w2", max_jobs=5, lease_seconds=60)
+    await call("set_job_runtime_config", "t.work", clear_max_concurrency=True)
+    again = {job.job_id: job for job in held}
     assert set(again) == {two.job_id, three.job_id}
     assert again[three.job_id].step == "next" and again[three.job_id].state == {"s": 1}
     token = again[three.job_id].lease_token

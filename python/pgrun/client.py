@@ -433,7 +433,7 @@ def _claim_jobs(
         job_types=_list(job_types),
         max_held=max_held,
     )
-    return _all(q.CLAIM_JOBS, params, ClaimedJob)
+    return _all(q.CLAIM_JOBS if max_held is None else q.CLAIM_JOBS_MAX_HELD, params, ClaimedJob)
 
 
 def _next_run_at(*, queues: Sequence[str] | None, job_types: Sequence[str] | None) -> Call[datetime | None]:

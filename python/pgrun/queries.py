@@ -31,15 +31,20 @@ ENQUEUE_JOBS: Final = "SELECT * FROM pgrun.enqueue_jobs(jobs => %(jobs)s::jsonb)
 
 # -- jobs: the worker's lease machine ----------------------------------------------------
 
-CLAIM_JOBS: Final = """
-SELECT * FROM pgrun.claim_jobs(
+_CLAIM_JOBS_ARGUMENTS: Final = """
     worker_id => %(worker_id)s::text,
     lease_seconds => %(lease_seconds)s::integer,
     max_jobs => %(max_jobs)s::integer,
     queues => %(queues)s::text[],
-    job_types => %(job_types)s::text[],
-    max_held => %(max_held)s::integer)
-"""
+    job_types => %(job_types)s::text[]"""
+
+CLAIM_JOBS: Final = f"SELECT * FROM pgrun.claim_jobs({_CLAIM_JOBS_ARGUMENTS})"
+
+#: With max_held, claim_jobs' newest argument: a claim without it leaves it out, so that it
+#: also runs on a schema migrated before max_held existed.
+CLAIM_JOBS_MAX_HELD: Final = (
+    f"SELECT * FROM pgrun.claim_jobs({_CLAIM_JOBS_ARGUMENTS},\n    max_held => %(max_held)s::integer)"
+)
 
 NEXT_RUN_AT: Final = """
 SELECT pgrun.next_run_at(queues => %(queues)s::text[], job_types => %(job_types)s::text[])
