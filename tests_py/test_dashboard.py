@@ -67,6 +67,14 @@ def test_the_overview_partial_is_the_live_part_only(client: TestClient) -> None:
     assert "<html" not in body and 'id="depth"' in body and 'id="total-ready"' in body
 
 
+def test_the_overview_shows_a_capped_types_cap_beside_its_counts(client: TestClient, db: str) -> None:
+    assert "cap 3" not in client.get("/partials/overview").text
+    with Client.connect(db) as c:
+        c.set_job_runtime_config("mail.send", max_concurrency=3)
+    row = re.search(r'<tr data-queue="mail" data-type="mail.send">.*?</tr>', client.get("/").text, re.S)
+    assert row and "cap 3" in row.group(0), "the badge sits in the type's row"
+
+
 def test_a_post_needs_the_csrf_token_of_its_cookie(client: TestClient, seeded: Seeded, db: str) -> None:
     job = seeded.ready[0]
     token = csrf(client, f"/jobs/{job}")

@@ -7,7 +7,8 @@
 --   "depth":   one object per queue and job type with queued, running or dead jobs: ready
 --              (queued, run_at reached), delayed (queued, run_at in the future), running,
 --              retrying (queued after a failed attempt: attempt > 0; also counted in ready
---              or delayed), dead, oldest_ready_seconds, paused. Live counts read only the
+--              or delayed), dead, oldest_ready_seconds, paused, max_concurrency (the
+--              type's cap, NULL when none). Live counts read only the
 --              queued and running rows (the partial indexes jobs_claim_idx, jobs_lease_idx).
 --              Dead jobs are counted from their open dead letters (requeued_at NULL), the
 --              newest dead_limit of them by id (a backward walk of the primary key), each
@@ -157,7 +158,8 @@ BEGIN
                     'retrying', r.retrying,
                     'dead', r.dead,
                     'oldest_ready_seconds', r.oldest_ready_seconds,
-                    'paused', coalesce(rc.paused, FALSE)
+                    'paused', coalesce(rc.paused, FALSE),
+                    'max_concurrency', rc.max_concurrency
                 )
                 ORDER BY r.queue, r.job_type
             ),
@@ -282,7 +284,7 @@ $$;
 
 COMMENT ON FUNCTION pgrun.dashboard_overview(uuid) IS
 'The dashboard''s overview as one jsonb object, every read bounded: "depth" per queue and job type (ready, '
-'delayed, running, retrying, dead, oldest_ready_seconds, paused; dead from the newest 10,000 open dead '
+'delayed, running, retrying, dead, oldest_ready_seconds, paused, max_concurrency; dead from the newest 10,000 open dead '
 'letters, dead_capped when reached), "minutes" over the last hour (succeeded, dead, cancelled, started, '
 'latency_p50_seconds / latency_p95_seconds of started_at - run_at; from at most 100,000 jobs finished '
 'in the hour, activity_capped when reached), "workers" seen in the hour (worker_id, running, '

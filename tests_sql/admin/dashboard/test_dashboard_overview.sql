@@ -42,6 +42,7 @@ UPDATE pgrun.job_dead_letters SET requeued_at = '2030-01-01 11:00:00+00' WHERE j
 SELECT pgrun_test.put_job('report.build', 'reports', 'dead', p_finished_at => '2030-01-01 09:00:00+00') AS dead_report \gset
 SELECT pgrun_test.put_dead_letter(:'dead_report');
 SELECT pgrun.set_job_runtime_config('report.build', paused => true);
+SELECT pgrun.set_job_runtime_config('mail.send', max_concurrency => 4);
 -- another organization's job
 SELECT pgrun_test.put_job(
     'mail.send', 'mail', 'queued', p_run_at => '2030-01-01 11:00:00+00',
@@ -50,13 +51,15 @@ SELECT pgrun_test.put_job(
 
 -- TEST: the live counts, per queue and type, as an admin (every organization)
 SELECT results_eq(
-    $$SELECT d.queue, d.job_type, d.ready, d.delayed, d.running, d.retrying, d.dead, d.oldest_ready_seconds, d.paused
+    $$SELECT d.queue, d.job_type, d.ready, d.delayed, d.running, d.retrying, d.dead, d.oldest_ready_seconds, d.paused,
+             d.max_concurrency
       FROM jsonb_to_recordset(pgrun.dashboard_overview() -> 'depth') AS d (
           queue text, job_type text, ready bigint, delayed bigint, running bigint, retrying bigint, dead bigint,
-          oldest_ready_seconds double precision, paused boolean)$$,
-    $$VALUES ('mail'::text, 'mail.send'::text, 3::bigint, 2::bigint, 1::bigint, 1::bigint, 2::bigint, 3630::double precision, false),
-             ('reports', 'report.build', 0, 0, 0, 0, 1, NULL, true)$$,
-    'ready, delayed, running, retrying (attempt > 0) and still-dead jobs per queue and type; a dead-only type is listed'
+          oldest_ready_seconds double precision, paused boolean, max_concurrency integer)$$,
+    $$VALUES ('mail'::text, 'mail.send'::text, 3::bigint, 2::bigint, 1::bigint, 1::bigint, 2::bigint, 3630::double precision, false, 4),
+             ('reports', 'report.build', 0, 0, 0, 0, 1, NULL, true, NULL)$$,
+    'ready, delayed, running, retrying (attempt > 0) and still-dead jobs per queue and type, the type''s '
+    'pause and cap; a dead-only type is listed'
 );
 SELECT is(
     (pgrun.dashboard_overview() ->> 'oldest_ready_seconds')::double precision, 3630::double precision,
@@ -104,7 +107,7 @@ SELECT is(
 SELECT is(
     (pgrun.dashboard_overview('a0000000-0000-0000-0000-00000000000a') -> 'depth'),
     '[{"queue": "mail", "job_type": "mail.send", "ready": 1, "delayed": 0, "running": 0, "retrying": 0, "dead": 0,
-       "oldest_ready_seconds": 3630, "paused": false}]'::jsonb,
+       "oldest_ready_seconds": 3630, "paused": false, "max_concurrency": 4}]'::jsonb,
     'an admin naming an organization sees its jobs only'
 );
 SELECT is(
