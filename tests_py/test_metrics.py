@@ -241,6 +241,8 @@ def gauges_match(samples: Samples, rows: list[QueueDepth]) -> None:
         assert value(samples, "pgrun_queue_delayed_jobs", **key) == row.delayed
         assert value(samples, "pgrun_queue_running_jobs", **key) == row.running
         assert value(samples, "pgrun_queue_paused", **key) == (1 if row.paused else 0)
+        # the cap's series only for a capped type
+        assert samples.get(("pgrun_queue_max_concurrency", frozenset(key.items()))) == row.max_concurrency
         age = value(samples, "pgrun_queue_oldest_ready_age_seconds", **key)
         if row.oldest_ready_age is None:
             assert age == 0
@@ -261,6 +263,7 @@ def fill_queues(client: Client) -> None:
     claimed = client.claim_jobs("depth-test", job_types=["d.run"])
     assert len(claimed) == 1
     client.set_job_runtime_config("d.later", paused=True)
+    client.set_job_runtime_config("d.run", max_concurrency=4)
 
 
 def test_queue_depth_gauges_equal_queue_depth_through_the_asgi_app(db: str) -> None:

@@ -342,6 +342,11 @@ class QueueDepthCollector:
             "paused": GaugeMetricFamily(
                 "pgrun_queue_paused", "1 when the job type is paused (set_job_runtime_config).", labels=labels
             ),
+            "cap": GaugeMetricFamily(
+                "pgrun_queue_max_concurrency",
+                "The job type's cap on running jobs (max_concurrency); no series when it has none.",
+                labels=labels,
+            ),
         }
         up = GaugeMetricFamily("pgrun_queue_depth_up", "1 when the last queue_depth() read succeeded.")
         took = GaugeMetricFamily(
@@ -358,6 +363,8 @@ class QueueDepthCollector:
             age = row.oldest_ready_age.total_seconds() if row.oldest_ready_age is not None else 0.0
             gauges["age"].add_metric(key, age)
             gauges["paused"].add_metric(key, 1 if row.paused else 0)
+            if row.max_concurrency is not None:
+                gauges["cap"].add_metric(key, row.max_concurrency)
         yield from gauges.values()
         yield up
         yield took
