@@ -17,7 +17,7 @@ import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
@@ -26,7 +26,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from pgrun import config as configuration
 from pgrun.app import App, Fail, JobContext, Retry
-from pgrun.client import Client
+from pgrun.client import AsyncClient, Client
 from pgrun.metrics import (
     QueueDepthCollector,
     WorkerMetrics,
@@ -35,6 +35,7 @@ from pgrun.metrics import (
 )
 from pgrun.results import QueueDepth
 from pgrun.testing import LoginRole
+from pgrun.worker import Worker
 from worker_support import fast_config, run_worker_until
 
 TESTS = Path(__file__).resolve().parent
@@ -159,6 +160,7 @@ def test_counters_move_by_what_the_worker_did(db: str) -> None:
         assert value(samples, "pgrun_claim_duration_seconds_count") >= 1
         assert value(samples, "pgrun_flush_duration_seconds_count") >= 1
         assert value(samples, "pgrun_outcomes_buffered") == 0
+        assert value(samples, "pgrun_worker_waiting_jobs") == 0
         total = sum(
             value(samples, "pgrun_job_handler_duration_seconds_sum", job_type=t, queue="mq")
             for t in ("m.ok", "m.flaky", "m.doomed")
@@ -174,6 +176,17 @@ def test_counters_move_by_what_the_worker_did(db: str) -> None:
         assert counters(scrape(port)) == expected
     finally:
         server.shutdown()
+
+
+def test_the_jobs_waiting_in_the_local_queue_are_read_when_scraped() -> None:
+    """pgrun_worker_waiting_jobs: the claimed jobs not started yet, in the local queue and in
+    claims held until an earlier one answers (docs/python.md, "The local queue")."""
+    metrics = WorkerMetrics()
+    worker = Worker(App(), cast(AsyncClient, None), configuration.Config(), metrics=metrics)
+    assert value(parse_registry(metrics.registry), "pgrun_worker_waiting_jobs") == 0
+    worker._queue.extend(cast(Any, ["a", "b"]))
+    worker._held[7] = cast(Any, ["c"])
+    assert value(parse_registry(metrics.registry), "pgrun_worker_waiting_jobs") == 3
 
 
 def test_a_lost_lease_is_counted_once(db: str) -> None:

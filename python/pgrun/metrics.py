@@ -112,6 +112,9 @@ class NoMetrics:
     def watch_buffer(self, size: Callable[[], int]) -> None:
         pass
 
+    def watch_waiting(self, size: Callable[[], int]) -> None:
+        pass
+
 
 NO_METRICS = NoMetrics()
 
@@ -201,6 +204,11 @@ class WorkerMetrics(NoMetrics):
             "Outcomes waiting to be written (the buffer, plus those parked with a workflow run).",
             registry=self.registry,
         )
+        self._waiting = Gauge(
+            "pgrun_worker_waiting_jobs",
+            "Jobs this worker claimed ahead of its free slots, not started yet (its local queue).",
+            registry=self.registry,
+        )
 
     def _child(self, name: str, job: ClaimedJob) -> Any:
         key = (name, job.job_type, job.queue)
@@ -233,6 +241,10 @@ class WorkerMetrics(NoMetrics):
     def watch_buffer(self, size: Callable[[], int]) -> None:
         """Read the buffer's size when scraped (nothing to update on the hot path)."""
         self._buffered.set_function(size)
+
+    def watch_waiting(self, size: Callable[[], int]) -> None:
+        """Read how many claimed jobs wait for a slot when scraped."""
+        self._waiting.set_function(size)
 
 
 class QueueDepthCollector:

@@ -326,6 +326,7 @@ class Worker:
         #: docs/performance.md, eighteenth pass); parked writes beside a flush take another.
         self._writes = client
         metrics.watch_buffer(self._unwritten)
+        metrics.watch_waiting(lambda: len(self._queue) + self._held_jobs)
 
     # -- public --------------------------------------------------------------------------
 
