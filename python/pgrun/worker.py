@@ -9,7 +9,9 @@ One ``Worker`` is a handful of asyncio tasks sharing one connection pool:
   are known to take ``PREFETCH_SECONDS`` or more) or a free slot has
   nothing to start, and jobs may be ready, a ``claim_jobs`` task (``_claim``) asks for
   ``min(room, JOBS_CLAIM_BATCH_SIZE)`` jobs, room being the slots plus the bound minus what
-  the worker holds and has asked for; at most ``JOBS_CLAIMS_IN_FLIGHT`` claims (default 2)
+  the worker holds and has asked for (with ``max_held``, ``_max_held``: how many jobs of a
+  capped type it may hold, so that jobs waiting in its queue leave a cap's room to other
+  workers); at most ``JOBS_CLAIMS_IN_FLIGHT`` claims (default 2)
   run at once: with more, a fast worker whose queue runs low does not wait out one claim's
   round trip before asking again. A free slot takes the next job from the queue
   (``_dispatch``) and runs its handler task, so a freed slot never waits for a claim round
