@@ -16,18 +16,22 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 from uuid import UUID
 
 import psycopg
 import pytest
 
+from pgrun import migrate
 from pgrun.app import App, JobContext
 from pgrun.client import AsyncClient, Client
 from pgrun.config import Config
 from pgrun.results import ClaimedJob
 from pgrun.runner import default_loops, run_loops
+from pgrun.testing import extract_schema
 from pgrun.worker import Worker, _Running
+from schema_versions import commit_adding
 from worker_support import fast_config, finished, run_worker_until, statuses
 
 ClaimJobs = Callable[..., Awaitable[list[ClaimedJob]]]
@@ -487,3 +491,27 @@ def test_a_worker_of_one_slot_keeps_one_claim_out() -> None:
     assert Config().claims_in_flight == 2
     assert asyncio.run(main(1)) == 1
     assert asyncio.run(main(4)) == 2
+
+
+def test_a_worker_on_a_schema_older_than_its_code_says_to_migrate(
+    empty_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """This worker's claims pass max_held, which a schema migrated before it lacks: the claim
+    is refused for good (the worker stops, as for any refusal) and the log says what to do."""
+    old = extract_schema(
+        commit_adding("tests_sql/jobs/claim/test_claim_max_held.sql") + "^", tmp_path / "old"
+    )
+    monkeypatch.setenv("PGRUN_SCHEMA_DIR", str(old))
+    migrate.migrate(empty_db)
+    monkeypatch.delenv("PGRUN_SCHEMA_DIR")
+
+    async def main() -> None:
+        client = await AsyncClient.connect(empty_db)
+        try:
+            await asyncio.wait_for(Worker(_app([]), client, fast_config(empty_db)).run(asyncio.Event()), 20)
+        finally:
+            await client.close()
+
+    with pytest.raises(psycopg.errors.UndefinedFunction):
+        asyncio.run(main())
+    assert "run `pgrun migrate` with this version" in caplog.text

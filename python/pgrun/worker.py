@@ -519,6 +519,13 @@ class Worker:
             self._claim_retry_at = time.monotonic() + self._claim_delay
             self._claim_delay = min(self._claim_delay * 2, RETRY_MAX)
         except Exception as exc:  # not the server's weather: the claim loop raises it
+            if isinstance(exc, psycopg.errors.UndefinedFunction):
+                log.error(
+                    "claim_jobs does not take this worker's call: the database's pgrun schema is not "
+                    "the one of this code (run `pgrun migrate` with this version; `pgrun check-schema` "
+                    "says what differs): %s",
+                    str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__,
+                )
             self._claim_error = exc
         finally:
             self._asked -= wanted
