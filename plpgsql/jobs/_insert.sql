@@ -137,12 +137,9 @@ BEGIN
     END IF;
 
     -- The NOTIFY payloads: each queue that got a job ready now, and for each queue that got
-    -- delayed jobs its earliest due time. When one job of several went in (the others' keys
-    -- conflicted) it makes its payload directly, as a single job does: the grouping query
-    -- costs ~45 us to set up in every transaction, a plpgsql call around one pg_notify ~20 us.
-    IF cardinality(v_inserted) = 1 THEN
-        PERFORM pgrun._enqueue_notify(pgrun._enqueue_notify_payload(v_queues[1], v_run_ats[1], v_now));
-    ELSIF v_inserted IS NOT NULL THEN
+    -- delayed jobs its earliest due time (pgrun._enqueue_notify_jobs, which makes one job's
+    -- payload directly, as the single-job path above does).
+    IF v_inserted IS NOT NULL THEN
         PERFORM pgrun._enqueue_notify_jobs(v_queues, v_run_ats, v_now);
     END IF;
     RETURN v_inserted;

@@ -3,7 +3,7 @@
 -- and never a trigger. (NOTIFY is delivered at commit, so here the private helper is swapped for a
 -- recorder; the lead's pytest proves delivery to a LISTENing session.)
 BEGIN;
-SELECT plan(9);
+SELECT plan(10);
 
 -- TEST: one place notifies, on channel pgrun_jobs, and no trigger does
 SELECT is(
@@ -67,6 +67,16 @@ TRUNCATE notify_calls;
 SELECT pgrun.enqueue_job('a', queue => 'soon', delay => interval '0.0004 seconds');
 SELECT results_eq('SELECT queues FROM notify_calls', $$VALUES (ARRAY['soon 1893456000001'])$$,
     'a single delayed job''s due time is rounded up too');
+
+-- TEST: a batch of which one job went in (the other's key was taken): that job's payload
+SELECT count(*) FROM pgrun.enqueue_jobs('[{"job_type": "a", "queue": "keyed", "idempotency_key": "k-1"}]');
+TRUNCATE notify_calls;
+SELECT count(*) FROM pgrun.enqueue_jobs($$[
+    {"job_type": "a", "queue": "keyed", "idempotency_key": "k-1"},
+    {"job_type": "a", "queue": "keyed", "idempotency_key": "k-2", "delay": 60}
+]$$);
+SELECT results_eq('SELECT queues FROM notify_calls', $$VALUES (ARRAY['keyed 1893456060000'])$$,
+    'one notification: the new job''s queue and due time; the existing key''s job wakes nobody');
 
 SELECT * FROM finish();
 ROLLBACK;
