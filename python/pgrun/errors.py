@@ -100,3 +100,16 @@ def translate(error: psycopg.Error) -> PgrunError | None:
         # PostgreSQL's own privilege check: its English message becomes the detail.
         return cls("access.denied", message, diag.message_hint)
     return cls(message, diag.message_detail, diag.message_hint)
+
+
+def schema_mismatch(error: BaseException, component: str) -> str:
+    """What to say when a function or column this code calls is missing (undefined_function,
+    undefined_column): the database was migrated by another version of pgrun, or not since
+    this one was installed. ``component``: the dashboard, the worker."""
+    text = str(error).strip()
+    first = text.splitlines()[0] if text else type(error).__name__
+    return (
+        f"{first}. The database's pgrun schema does not match this {component}'s code: run "
+        f"`pgrun migrate` with this version (or start the {component} of the version that "
+        "migrated it); `pgrun check-schema` says what differs."
+    )

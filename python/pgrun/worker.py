@@ -126,7 +126,7 @@ from pgrun.app import (
 )
 from pgrun.client import AsyncClient, Failure, KeepingAsyncClient, configure_async_connection
 from pgrun.config import Config
-from pgrun.errors import ConflictError, InvalidInputError, LeaseLostError, PgrunError
+from pgrun.errors import ConflictError, InvalidInputError, LeaseLostError, PgrunError, schema_mismatch
 from pgrun.eventloop import loop_kind
 from pgrun.metrics import NO_METRICS, NoMetrics
 from pgrun.results import BatchOutcome, ClaimedJob, JsonObject, Seconds, UndecodableJson
@@ -520,12 +520,7 @@ class Worker:
             self._claim_delay = min(self._claim_delay * 2, RETRY_MAX)
         except Exception as exc:  # not the server's weather: the claim loop raises it
             if isinstance(exc, psycopg.errors.UndefinedFunction):
-                log.error(
-                    "claim_jobs does not take this worker's call: the database's pgrun schema is not "
-                    "the one of this code (run `pgrun migrate` with this version; `pgrun check-schema` "
-                    "says what differs): %s",
-                    str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__,
-                )
+                log.error("claim_jobs refused this worker's call: %s", schema_mismatch(exc, "worker"))
             self._claim_error = exc
         finally:
             self._asked -= wanted

@@ -40,6 +40,7 @@ from pgrun.errors import (
     PermissionDeniedError,
     PgrunError,
     UnsupportedError,
+    schema_mismatch,
 )
 from pgrun.results import JobSummary
 
@@ -206,15 +207,7 @@ def create_app(
         return error_page(request, status, exc.message, exc.describe())
 
     async def on_schema_mismatch(request: Request, exc: Exception) -> Response:
-        # A function or column this code calls is missing: the database was migrated by
-        # another version of pgrun (or not at all since this one was installed).
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        detail = (
-            f"{first}. The database's pgrun schema does not match this dashboard's code: run "
-            "`pgrun migrate` with this version (or start the dashboard of the version that "
-            "migrated it); `pgrun check-schema` says what differs."
-        )
-        return error_page(request, 500, "schema mismatch", detail)
+        return error_page(request, 500, "schema mismatch", schema_mismatch(exc, "dashboard"))
 
     async def on_http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
