@@ -169,6 +169,37 @@ def test_a_claim_waits_for_another_claim_of_a_capped_type_and_counts_its_jobs(db
     assert Counter(row[0] for row in got.value or []) == {"capped.work": 1, "free.work": 2}
 
 
+def test_a_claim_of_capped_types_only_locks_no_more_jobs_than_their_room(db: str) -> None:
+    """A claimer whose job types are all capped can take no more than their rooms add up to,
+    so its walk locks no more: it locked max_jobs of them and kept the rooms' worth, the rest
+    held (and skipped by every other session's SKIP LOCKED) until its transaction ended,
+    ~2 ms a claim of 500 for a room of 8. One capped type: exactly its room. Several: at most
+    the rooms' sum beyond the jobs kept (each round of the walk may lock a type's surplus).
+    No room at all: nothing. A claimer that names an uncapped type too is not bounded so."""
+    with connect(db) as conn:
+        conn.execute("SELECT pgrun.set_job_runtime_config('capped.a', max_concurrency => 3)")
+        conn.execute("SELECT pgrun.set_job_runtime_config('capped.b', max_concurrency => 2)")
+    bulk_enqueue(db, 10, job_type="capped.a", priority=1)
+    bulk_enqueue(db, 10, job_type="capped.b", priority=2)
+    claim = "SELECT job_type FROM pgrun.claim_jobs(worker_id => 'w', max_jobs => 10, job_types => %s)"
+    free = (  # the queued jobs another session may lock now
+        "SELECT count(*) FROM (SELECT 1 FROM pgrun.jobs WHERE status = 'queued' FOR UPDATE SKIP LOCKED) AS q"
+    )
+    with psycopg.connect(db) as claimer, connect(db) as observer:
+        assert claimer.execute(claim, (["capped.a"],)).fetchall() == [("capped.a",)] * 3
+        assert observer.execute(free).fetchone() == (17,)  # 10 before: the other seven of capped.a locked
+        claimer.rollback()
+        rows = claimer.execute(claim, (["capped.a", "capped.b"],)).fetchall()
+        assert Counter(row[0] for row in rows) == {"capped.a": 3, "capped.b": 2}
+        row = observer.execute(free).fetchone()
+        assert row is not None and row[0] >= 15 - 5, row  # 3 before
+        claimer.rollback()
+        observer.execute("SELECT count(*) FROM pgrun.claim_jobs('other', max_jobs => 5)")  # the caps' worth
+        assert claimer.execute(claim, (["capped.a", "capped.b"],)).fetchall() == []
+        assert observer.execute(free).fetchone() == (15,)
+        claimer.rollback()
+
+
 def test_a_claim_leaves_out_a_capped_type_whose_row_stays_locked_past_its_wait(db: str) -> None:
     """A capped type's runtime row held longer than a claim takes (here by an open transaction
     of set_job_runtime_config) is waited for 0.2 s at most (the caller's lock_timeout when
