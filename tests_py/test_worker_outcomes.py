@@ -748,3 +748,57 @@ def test_flushes_one_after_another_reach_one_backend(db: str, monkeypatch: pytes
 
     run_worker_until(app, fast_config(db), enqueue_one_at_a_time, timeout=20)
     assert len(set(backends)) == 1, f"flushes reached backends {backends}"
+
+
+def test_outcomes_wait_for_handlers_still_running_and_no_longer_once_none_are(
+    db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A flush waits FLUSH_DELAY for more outcomes only while some can come (a handler runs, a
+    job waits in the local queue, a claim is out): the last outcomes of a burst are written at
+    once, while their jobs still count as running against a cap and hold back the steps they
+    release. Here the delay is 60 s, far past the test's timeout: an outcome beside a running
+    handler waits for it (one batch of both), and a lone job's is written at once."""
+    from pgrun import client as client_module
+
+    monkeypatch.setattr(worker_module, "FLUSH_DELAY", 60.0)
+    batches: list[int] = []
+    complete_jobs = client_module.AsyncClient.complete_jobs
+
+    async def noting_complete_jobs(self: Any, triples: Any, **options: Any) -> Any:
+        batches.append(len(triples))
+        return await complete_jobs(self, triples, **options)
+
+    monkeypatch.setattr(client_module.AsyncClient, "complete_jobs", noting_complete_jobs)
+    release = asyncio.Event()
+    app = App()
+
+    @app.job("t.quick")
+    async def quick(ctx: JobContext) -> None:
+        return None
+
+    @app.job("t.slow")
+    async def slow(ctx: JobContext) -> None:
+        worker_loop.append(asyncio.get_running_loop())
+        await release.wait()
+
+    ids: list[Any] = []
+    worker_loop: list[asyncio.AbstractEventLoop] = []
+
+    def scenario(client: Client) -> bool:
+        if not ids:
+            enqueued = client.enqueue_jobs([{"job_type": "t.slow"}, {"job_type": "t.quick"}])
+            ids.extend(item.job_id for item in enqueued)
+            return False
+        states = statuses(client, ids)
+        if len(ids) == 2:
+            if states == ["running", "running"]:  # t.quick has run; its outcome waits
+                time.sleep(0.3)
+                assert statuses(client, ids) == ["running", "running"] and batches == []
+                worker_loop[0].call_soon_threadsafe(release.set)
+            elif states == ["succeeded", "succeeded"]:
+                ids.append(client.enqueue_job("t.quick").job_id)
+            return False
+        return statuses(client, ids[2:]) == ["succeeded"]
+
+    run_worker_until(app, fast_config(db, max_global_concurrency=4), scenario, timeout=20)
+    assert batches == [2, 1]

@@ -72,7 +72,10 @@ def settings(concurrency: int, poll_s: float | None = None) -> dict[str, Any]:
         "JOBS_ASYNC_CLAIMS": cfg.async_claims,
         "JOBS_PREFETCH": cfg.prefetch_limit,
         "JOBS_EVENT_LOOP": getattr(cfg, "event_loop", "asyncio"),
-        "flush": "complete_jobs 2 ms after the first buffered outcome (pgrun.worker.FLUSH_DELAY)",
+        "flush": (
+            "complete_jobs 2 ms after the first buffered outcome (pgrun.worker.FLUSH_DELAY), "
+            "at once when no more can come"
+        ),
         "notify": f"LISTEN pgrun_jobs; poll fallback JOBS_POLL_INTERVAL_MS={cfg.poll_interval_ms}",
         "poll_interval_s": cfg.poll_interval_ms / 1000,
         "delayed_jobs": "a timer per known due time (the delayed enqueue's NOTIFY carries it)",

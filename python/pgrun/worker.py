@@ -133,7 +133,8 @@ from pgrun.results import BatchOutcome, ClaimedJob, JsonObject, Seconds, Undecod
 
 log = logging.getLogger("pgrun.worker")
 
-#: Outcomes are written this long after the first one is buffered (unless the buffer fills).
+#: Outcomes are written this long after the first one is buffered (unless the buffer fills,
+#: or no other outcome is coming: see ``Worker._gather_outcomes``).
 FLUSH_DELAY = 0.002
 FLUSH_MAX = 500
 #: By default the local queue holds about this much of the worker's recent throughput (see
@@ -261,6 +262,9 @@ class Worker:
         self._handler_time = 0.0
         self._buffer: list[_Outcome] = []
         self._buffered = asyncio.Event()
+        #: Set when no handler runs, no job waits in the local queue and no claim is out: no
+        #: outcome is coming that a flush should wait for (``_gather_outcomes``).
+        self._drained = asyncio.Event()
         self._wake = asyncio.Event()
         self._maybe_ready = True
         #: How many times ``poke`` was called: a claim that comes back short after news
@@ -540,6 +544,7 @@ class Worker:
                     self._leases[running.job.job_id] = running
                 self._held[number] = held
         self._release_held()
+        self._check_drained()
 
     @property
     def _held_jobs(self) -> int:
@@ -647,6 +652,7 @@ class Worker:
         del self._handlers[task]
         self._finished += 1
         self._dispatch()
+        self._check_drained()
         self._wake.set()  # room in the local queue; claims again if the last claim was full
 
     # -- running a handler ---------------------------------------------------------------
@@ -793,8 +799,28 @@ class Worker:
         while True:
             await self._buffered.wait()
             if len(self._buffer) < FLUSH_MAX and not self._stopping:
-                await asyncio.sleep(FLUSH_DELAY)
+                await self._gather_outcomes()
             await self._flush_once()
+
+    async def _gather_outcomes(self) -> None:
+        """Wait ``FLUSH_DELAY`` for more outcomes to write with the buffered ones, or less
+        once none can come (``_check_drained``: no handler running, no job queued, no claim
+        out). A batch costs a round trip and a durable commit whatever its size, so busy
+        handlers share one; but the last outcomes of a burst gain nothing from the wait, and
+        while they are unwritten their jobs count as running: against their type's cap
+        (the next claim's room), and for the workflow steps they release."""
+        self._drained.clear()
+        self._check_drained()
+        if self._drained.is_set():
+            return
+        with suppress(TimeoutError):
+            async with asyncio.timeout(FLUSH_DELAY):
+                await self._drained.wait()
+
+    def _check_drained(self) -> None:
+        """Set ``_drained`` when nothing this worker holds can still end in an outcome."""
+        if not self._handlers and not self._queue and not self._claiming:
+            self._drained.set()
 
     async def _flush_once(self) -> None:
         """Write everything buffered; what the server did not take waits as ``_split`` says."""
