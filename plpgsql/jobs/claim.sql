@@ -128,6 +128,7 @@ DECLARE
     v_claimed tid[] := '{}'::tid[];
     v_unscoped boolean;
     v_max_jobs integer := claim_jobs.max_jobs;
+    v_room_sum bigint;
 BEGIN
     PERFORM pgrun._lease_check_worker(claim_jobs.worker_id, claim_jobs.lease_seconds);
     IF claim_jobs.max_jobs IS NULL OR claim_jobs.max_jobs NOT BETWEEN 1 AND 1000 THEN
@@ -220,8 +221,9 @@ BEGIN
         --    at most max_held less the type's running jobs this claimer holds (worker_id).
         SELECT
             coalesce(array_agg(r.job_type) FILTER (WHERE r.room > 0), '{}'),
-            coalesce(array_agg(r.room) FILTER (WHERE r.room > 0), '{}')
-        INTO v_room_types, v_rooms
+            coalesce(array_agg(r.room) FILTER (WHERE r.room > 0), '{}'),
+            coalesce(sum(r.room) FILTER (WHERE r.room > 0), 0)
+        INTO v_room_types, v_rooms, v_room_sum
         FROM (
             SELECT
                 rc.job_type,
@@ -251,7 +253,7 @@ BEGIN
         -- the rooms' worth held the rest from every other session until it committed
         -- (~2 ms a claim of 500 for a room of 8). No room at all: nothing to claim.
         IF v_job_types <@ (v_capped || v_excluded) THEN
-            v_max_jobs := least(v_max_jobs, (SELECT coalesce(sum(r.room), 0) FROM unnest(v_rooms) AS r (room)));
+            v_max_jobs := least(v_max_jobs, v_room_sum);
             IF v_max_jobs = 0 THEN
                 RETURN;
             END IF;
