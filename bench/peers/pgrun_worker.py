@@ -10,7 +10,8 @@ is buffered). Any other `JOBS_*` variable in the environment (`JOBS_CLAIM_BATCH_
 `JOBS_PREFETCH`, `JOBS_ASYNC_CLAIMS`, `JOBS_CLAIMS_IN_FLIGHT`, `JOBS_GC_THRESHOLD`, ...) overrides
 its default as it does for `pgrun worker` (bench/peers/ab_env.py's A/B runs); `BENCH_ANALYZE=0`
 skips the ANALYZE after the bulk load, so the worker claims with the statistics of an empty
-table.
+table; `BENCH_SYNC_HANDLER=1` makes the no-op handler a plain function (sync handlers run in the
+worker's handler threads).
 Delayed: the same worker, `JOBS_POLL_INTERVAL_MS` = `--poll-s` (60 s, the largest the setting
 allows; default 1 s), so a job that starts on time was started by the worker's timer for its due
 time (the enqueue's NOTIFY carries it); single delayed enqueue `AsyncClient.enqueue_job(run_at=)`,
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import os
 import time
 from datetime import UTC, datetime
@@ -114,12 +116,24 @@ async def throughput(args: Any) -> dict[str, Any]:
     stop = asyncio.Event()
     handled = 0
 
-    @app.job(NOOP)
-    async def noop(ctx: Any) -> None:
-        nonlocal handled
-        handled += 1
-        if handled >= args.jobs:
-            stop.set()
+    if os.environ.get("BENCH_SYNC_HANDLER", "0").strip() == "1":  # a plain function: a thread runs it
+        loop = asyncio.get_running_loop()
+        counter = itertools.count(1)
+
+        @app.job(NOOP)
+        def noop_sync(ctx: Any) -> None:
+            nonlocal handled
+            handled = next(counter)  # next() of itertools.count: one bytecode, thread-safe
+            if handled >= args.jobs:
+                loop.call_soon_threadsafe(stop.set)
+    else:
+
+        @app.job(NOOP)
+        async def noop(ctx: Any) -> None:
+            nonlocal handled
+            handled += 1
+            if handled >= args.jobs:
+                stop.set()
 
     start, cpu = time.perf_counter(), time.process_time()
     runner = run_worker(app, args.dsn, args.concurrency, stop)

@@ -97,7 +97,6 @@ import heapq
 import json
 import logging
 import re
-import threading
 import time
 import traceback
 from collections import deque
@@ -130,6 +129,7 @@ from pgrun.errors import ConflictError, InvalidInputError, LeaseLostError, Pgrun
 from pgrun.eventloop import loop_kind
 from pgrun.metrics import NO_METRICS, NoMetrics
 from pgrun.results import BatchOutcome, ClaimedJob, JsonObject, Seconds, UndecodableJson
+from pgrun.threads import HandlerThreads
 
 log = logging.getLogger("pgrun.worker")
 
@@ -262,6 +262,8 @@ class Worker:
         self._handler_time = 0.0
         self._buffer: list[_Outcome] = []
         self._buffered = asyncio.Event()
+        #: The daemon threads sync handlers run in, reused from one handler to the next.
+        self._threads = HandlerThreads()
         #: Set when no handler runs, no job waits in the local queue and no claim is out: no
         #: outcome is coming that a flush should wait for (``_gather_outcomes``).
         self._drained = asyncio.Event()
@@ -679,7 +681,9 @@ class Worker:
             else:
                 loop = asyncio.get_running_loop()
                 sync_context = SyncJobContext(job, self, running.cancelled, loop)
-                call = _in_thread(cast(SyncHandler, spec.handler), sync_context, f"pgrun-job-{job.job_id}")
+                call = self._threads.run(
+                    cast(SyncHandler, spec.handler), sync_context, f"pgrun-job-{job.job_id}"
+                )
             # In this task (no task of its own per job, as asyncio.wait_for would make); no
             # timer at all for a job without a timeout
             if timeout is None:
@@ -1556,35 +1560,3 @@ def _crash_message(error: BaseException, *, full: bool) -> str:
 async def _sleep_or_stop(stop: asyncio.Event, seconds: float) -> None:
     with suppress(TimeoutError):
         await asyncio.wait_for(stop.wait(), seconds)
-
-
-def _in_thread(function: Callable[[SyncJobContext], Any], context: SyncJobContext, name: str) -> Any:
-    """Run a sync handler in its own daemon thread; an awaitable of its result.
-
-    A daemon thread (not a pool) so a handler stuck past its timeout or the shutdown grace
-    period never keeps the process alive and never takes a slot from the next job.
-    """
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
-
-    def target() -> None:
-        value: Any = None
-        error: BaseException | None = None
-        try:
-            value = function(context)
-        except BaseException as exc:
-            error = exc
-        with suppress(RuntimeError):  # the loop is closed: the worker left without us
-            loop.call_soon_threadsafe(_settle_future, future, value, error)
-
-    threading.Thread(target=target, name=name, daemon=True).start()
-    return future
-
-
-def _settle_future(future: asyncio.Future[Any], value: Any, error: BaseException | None) -> None:
-    if future.done():  # timed out or abandoned meanwhile
-        return
-    if error is not None:
-        future.set_exception(error)
-    else:
-        future.set_result(value)
