@@ -1,16 +1,19 @@
 """How the client sends batch writes' arguments. Id arrays: a list of UUID objects goes as one
 binary uuid[] (pgrun's own dumper), anything else as psycopg dumps a list; either way the server
 gets the same ids, in the same order, and a batch write answers the same. Results: a None is no
-result (SQL NULL) whichever call completes the job."""
+result (SQL NULL) whichever call completes the job, and a result given as JsonText is sent as
+the JSON text it is."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from uuid import UUID, uuid4
 
 import psycopg
 
 from pgrun.client import Client, _UuidArray, _uuids
+from pgrun.results import JsonText
 
 EDGE_IDS = [
     UUID(int=0),
@@ -86,3 +89,30 @@ def test_none_is_no_result_whichever_call_completes(db: str) -> None:
         ).fetchall()
         assert rows == [(True, None)] * 4 + [(False, {"a": 1}), (False, 0), (False, "")]
         assert [client.get_job(c.job_id)["status"] for c in claimed] == ["succeeded"] * 7
+
+
+def test_results_given_as_json_text_are_stored_as_the_values_they_write(db: str) -> None:
+    """A result given as JsonText (the worker's: the text its check of the result dumped) goes
+    into the batch's JSON array as it is, beside values dumped by the client: each is stored as
+    the value it writes, not as a JSON string of that text."""
+    values: list[Any] = [{"a": [1, 2.5, None]}, "é \u2603", 0, None, [True, {"k": "v"}]]
+    given: list[Any] = [
+        JsonText(json.dumps(values[0])),
+        JsonText(json.dumps(values[1], ensure_ascii=False)),
+        values[2],
+        None,
+        JsonText(json.dumps(values[4])),
+    ]
+    with Client.connect(db) as client, psycopg.connect(db) as conn:
+        client.enqueue_jobs([{"job_type": "encode.text", "payload": {"n": n}} for n in range(5)])
+        claimed = client.claim_jobs("w-text", max_jobs=5)
+        outcomes = client.complete_jobs(
+            [(c.job_id, c.lease_token, r) for c, r in zip(claimed, given, strict=True)]
+        )
+        assert [o.outcome for o in outcomes] == ["succeeded"] * 5
+        rows = conn.execute(
+            "SELECT result IS NULL, result FROM pgrun.jobs AS j "
+            "JOIN unnest(%s::uuid[]) WITH ORDINALITY AS u (id, n) ON u.id = j.id ORDER BY u.n",
+            ([c.job_id for c in claimed],),
+        ).fetchall()
+    assert rows == [(v is None, v) for v in values]

@@ -16,6 +16,7 @@ Handlers that must land in one flush wait on a ``Gate`` and return together.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import math
 import re
@@ -34,7 +35,7 @@ from pgrun import worker as worker_module
 from pgrun.app import App, Continue, Fail, JobContext, Retry
 from pgrun.client import AsyncClient, Client
 from pgrun.eventloop import run_until_complete
-from pgrun.results import UndecodableJson
+from pgrun.results import JsonText, UndecodableJson
 from pgrun.runner import default_loops, run_loops
 from pgrun.workflow import Workflow
 from worker_support import fast_config, run_worker_until, statuses
@@ -168,7 +169,11 @@ def test_a_batch_the_server_refuses_is_split_and_the_rest_written_once(
 ) -> None:
     """With the worker's own check switched off, the server refuses the whole batch: the
     worker splits it until the bad result is alone and writes every other outcome once."""
-    monkeypatch.setattr(worker_module, "_json_problem", lambda value: None)
+
+    def unchecked(value: Any) -> tuple[None, JsonText | None]:
+        return None, None if value is None else JsonText(json.dumps(value))
+
+    monkeypatch.setattr(worker_module, "_json_checked", unchecked)
     with caplog.at_level(logging.WARNING, logger="pgrun.worker"):
         _fine, bad, _runs = _run_poison_batch(db, ["nul", "nan"])
     for kind, job in bad.items():

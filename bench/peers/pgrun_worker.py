@@ -11,7 +11,8 @@ is buffered). Any other `JOBS_*` variable in the environment (`JOBS_CLAIM_BATCH_
 its default as it does for `pgrun worker` (bench/peers/ab_env.py's A/B runs); `BENCH_ANALYZE=0`
 skips the ANALYZE after the bulk load, so the worker claims with the statistics of an empty
 table; `BENCH_SYNC_HANDLER=1` makes the no-op handler a plain function (sync handlers run in the
-worker's handler threads).
+worker's handler threads); `BENCH_HANDLER_RESULT=1` has the (async) handler return a small
+object (`{"n": ..., "ok": true}`), stored as the job's result.
 Delayed: the same worker, `JOBS_POLL_INTERVAL_MS` = `--poll-s` (60 s, the largest the setting
 allows; default 1 s), so a job that starts on time was started by the worker's timer for its due
 time (the enqueue's NOTIFY carries it); single delayed enqueue `AsyncClient.enqueue_job(run_at=)`,
@@ -127,13 +128,15 @@ async def throughput(args: Any) -> dict[str, Any]:
             if handled >= args.jobs:
                 loop.call_soon_threadsafe(stop.set)
     else:
+        result = os.environ.get("BENCH_HANDLER_RESULT", "0").strip() == "1"
 
         @app.job(NOOP)
-        async def noop(ctx: Any) -> None:
+        async def noop(ctx: Any) -> Any:
             nonlocal handled
             handled += 1
             if handled >= args.jobs:
                 stop.set()
+            return {"n": ctx.payload["n"], "ok": True} if result else None
 
     start, cpu = time.perf_counter(), time.process_time()
     runner = run_worker(app, args.dsn, args.concurrency, stop)

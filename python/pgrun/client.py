@@ -59,6 +59,7 @@ from pgrun.results import (
     JobSummary,
     Json,
     JsonObject,
+    JsonText,
     Outcome,
     PausedSchedule,
     QueueDepth,
@@ -108,6 +109,20 @@ def _pgrun_errors() -> Iterator[None]:
 
 def _json(value: Any) -> Jsonb | None:
     return None if value is None else Jsonb(value)
+
+
+def _json_values(values: list[Json]) -> Jsonb | None:
+    """A batch of JSON values as one JSON array (None when every one is None): JsonText
+    elements as their text, the others dumped."""
+    if all(value is None for value in values):
+        return None
+    if not any(isinstance(value, JsonText) for value in values):
+        return Jsonb(values)
+    return Jsonb(values, dumps=_json_array)
+
+
+def _json_array(values: list[Json]) -> str:
+    return "[" + ",".join(v if isinstance(v, JsonText) else json.dumps(v) for v in values) + "]"
 
 
 def _interval(value: Seconds | None) -> timedelta | None:
@@ -464,7 +479,7 @@ def _complete_jobs(
     params: dict[str, Any] = dict(
         job_ids=_uuids([c[0] for c in completions]),
         lease_tokens=_uuids([c[1] for c in completions]),
-        results=None if all(result is None for result in results) else Jsonb(results),
+        results=_json_values(results),
         succeeded_rows=succeeded_rows,
     )
     return _all(q.COMPLETE_JOBS, params, BatchOutcome)

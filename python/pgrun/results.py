@@ -20,6 +20,14 @@ JsonObject = dict[str, Any]
 Seconds = float | timedelta
 
 
+class JsonText(str):
+    """A JSON value already written as JSON text, sent as it is where the client takes a batch of
+    JSON values (``complete_jobs``' results) instead of being dumped again. The worker checks
+    every result by dumping it (what jsonb refuses fails the job) and passes that text on."""
+
+    __slots__ = ()
+
+
 @dataclass(frozen=True)
 class UndecodableJson:
     """A stored JSON value Python cannot decode (nested deeper than its json module goes):

@@ -128,7 +128,7 @@ from pgrun.config import Config
 from pgrun.errors import ConflictError, InvalidInputError, LeaseLostError, PgrunError, schema_mismatch
 from pgrun.eventloop import loop_kind
 from pgrun.metrics import NO_METRICS, NoMetrics
-from pgrun.results import BatchOutcome, ClaimedJob, JsonObject, Seconds, UndecodableJson
+from pgrun.results import BatchOutcome, ClaimedJob, JsonObject, JsonText, Seconds, UndecodableJson
 from pgrun.threads import HandlerThreads
 
 log = logging.getLogger("pgrun.worker")
@@ -698,9 +698,9 @@ class Worker:
                 else:
                     outcome = self._failure(running, *refusal, retryable=False)
             else:
-                problem = _json_problem(result)
+                problem, text = _json_checked(result)
                 if problem is None:
-                    outcome = _Outcome("complete", running, result=result)
+                    outcome = _Outcome("complete", running, result=text)
                 else:
                     message = f"the handler's result cannot be stored: {problem}"
                     outcome = self._failure(running, "result_invalid", message, retryable=False)
@@ -1470,21 +1470,28 @@ def _describe(exc: BaseException) -> str:
 
 def _json_problem(value: Any) -> str | None:
     """Why PostgreSQL's jsonb would refuse ``value``; None when it takes it."""
-    if value is None:  # what most handlers return
-        return None
+    return _json_checked(value)[0]
+
+
+def _json_checked(value: Any) -> tuple[str | None, JsonText | None]:
+    """Why PostgreSQL's jsonb would refuse ``value`` (None when it takes it), and its JSON
+    text when it takes it (None for None, what most handlers return): the check dumps it, and
+    the batch of results is sent as those texts rather than dumped again."""
+    if value is None:
+        return None, None
     try:
         text = json.dumps(value, allow_nan=False, ensure_ascii=False)
     except ValueError as exc:
         if "Out of range float" in str(exc):
-            return "a number is NaN or infinite, which JSON cannot hold"
-        return f"not JSON ({_clip(str(exc), CRASH_MESSAGE_CHARS)})"
+            return "a number is NaN or infinite, which JSON cannot hold", None
+        return f"not JSON ({_clip(str(exc), CRASH_MESSAGE_CHARS)})", None
     except (TypeError, RecursionError) as exc:
-        return f"not JSON ({type(exc).__name__}: {_clip(str(exc), CRASH_MESSAGE_CHARS)})"
+        return f"not JSON ({type(exc).__name__}: {_clip(str(exc), CRASH_MESSAGE_CHARS)})", None
     if "\\u0000" in text and any(len(match.group(1)) % 2 for match in _NUL_ESCAPE.finditer(text)):
-        return "a string holds a NUL character (\\u0000), which jsonb cannot store"
+        return "a string holds a NUL character (\\u0000), which jsonb cannot store", None
     if not text.isascii() and not _encodable(text):
-        return "a string holds a surrogate code point (\\ud800-\\udfff), which jsonb cannot store"
-    return None
+        return "a string holds a surrogate code point (\\ud800-\\udfff), which jsonb cannot store", None
+    return None, JsonText(text)
 
 
 def _continue_problem(follow_up: Continue) -> tuple[str, str] | None:
