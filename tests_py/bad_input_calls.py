@@ -313,6 +313,13 @@ BASELINES: dict[str, dict[str, str | list[str]]] = {
         "level": "'info'",
         "fields": "'{\"f\": 1}'::jsonb",
     },
+    "append_job_logs": {
+        "job_ids": ["'${running}'::uuid"],
+        "lease_tokens": ["'${running_token}'::uuid"],
+        "messages": ["'hello'"],
+        "levels": ["'info'"],
+        "fields": ["'{\"f\": 1}'::jsonb"],
+    },
     "complete_job": {
         "job_id": "'${running}'::uuid",
         "lease_token": "'${running_token}'::uuid",

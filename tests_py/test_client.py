@@ -11,7 +11,7 @@ from datetime import datetime
 import pytest
 
 from client_calls import Invoke, run_with_async_client, run_with_client
-from pgrun.client import Failure
+from pgrun.client import Failure, LogLine
 from pgrun.errors import LeaseLostError, NotFoundError
 
 
@@ -37,6 +37,20 @@ async def scenario(call: Invoke) -> None:
     assert isinstance(
         await call("append_job_log", one.job_id, one.lease_token, "hello", fields={"k": 1}), int
     )
+    logged = await call(
+        "append_job_logs",
+        [
+            LogLine(one.job_id, one.lease_token, "first"),
+            LogLine(two.job_id, two.lease_token, "second", level="warning", fields={"k": 2}),
+            LogLine(one.job_id, one.lease_token, "loud", level="shout"),
+        ],
+    )
+    assert [(o.job_id, o.outcome) for o in logged] == [
+        (one.job_id, "logged"),
+        (two.job_id, "logged"),
+        (one.job_id, "invalid"),
+    ]
+    assert all(isinstance(o.log_id, int) for o in logged[:2]) and logged[2].log_id is None
 
     assert await call("complete_job", one.job_id, one.lease_token, {"ok": True}) == "succeeded"
     with pytest.raises(LeaseLostError):

@@ -261,3 +261,206 @@ COMMENT ON FUNCTION pgrun.append_job_log(uuid, uuid, text, text, jsonb) IS
 'first 1000 lines; later ones are counted (get_job: log_lines_dropped per attempt), not stored, and '
 'return NULL. Returns the log line''s id. Writes no job_events row. '
 'Errors: job.lease_lost (RQ004; nothing is written), job.invalid_argument, job.invalid_log_entry (RQ003).';
+
+-- append_job_logs: append_job_log for many lines at once, of one job or several (the Python
+-- worker sends the lines its handlers logged with its next flush of outcomes, before them).
+-- One row per line, in input order: outcome 'logged' (stored; log_id), 'counted' (the attempt
+-- holds its 1000 lines already: counted, not stored), 'lease_lost' (the pair holds no live
+-- lease: nothing written for the line, and no reason given, as complete_jobs' lost_reason does
+-- not to others either), 'invalid' (a level or fields append_job_log refuses with
+-- job.invalid_log_entry: not written, not counted). A job's lines are stored and counted in
+-- input order, so the first ones up to the cap are kept. Messages are clipped as
+-- append_job_log clips them; NULL levels are 'info', NULL fields none.
+--
+-- Locks: the lines' jobs rows FOR SHARE (id order, as append_job_log: a completion waits for
+-- the lines to commit), then their job_log_counts rows FOR UPDATE ((job, attempt) order).
+-- Errors (RQ003, nothing written): job.invalid_batch (job_ids, lease_tokens or messages NULL,
+-- holding a NULL, not one-dimensional, or lengths that differ, levels / fields not NULL and of
+-- another length, more than 10000 lines).
+
+CREATE OR REPLACE FUNCTION pgrun.append_job_logs(
+    job_ids uuid[],
+    lease_tokens uuid[],
+    messages text[],
+    levels text[] DEFAULT NULL,
+    fields jsonb[] DEFAULT NULL
+)
+RETURNS TABLE (job_id uuid, log_id bigint, outcome text)
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+-- Every table it reads it reads by primary key (jobs, job_log_counts): no seq or bitmap scan,
+-- no hash or merge join whatever the statistics say (a fresh table looks empty); JIT never pays
+-- off on statements this short.
+SET enable_seqscan = off
+SET enable_bitmapscan = off
+SET enable_hashjoin = off
+SET enable_mergejoin = off
+SET jit = off
+AS $$
+DECLARE
+    c_max_lines CONSTANT integer := 1000;
+    v_now timestamptz := pgrun.now();
+    v_lines integer := cardinality(append_job_logs.job_ids);
+    v_problem text;
+    v_jobs uuid[];
+    v_tokens uuid[];
+    v_attempts integer[];
+    v_line_attempts integer[];
+    v_valid boolean[];
+    v_counted_jobs uuid[];
+    v_before integer[];
+    v_outcomes text[];
+    v_log_ids bigint[];
+BEGIN
+    v_problem := CASE
+        WHEN append_job_logs.job_ids IS NULL OR append_job_logs.lease_tokens IS NULL
+            OR append_job_logs.messages IS NULL
+            THEN 'job_ids, lease_tokens and messages must not be NULL'
+        WHEN coalesce(array_ndims(append_job_logs.job_ids), 1) <> 1
+            OR coalesce(array_ndims(append_job_logs.lease_tokens), 1) <> 1
+            OR coalesce(array_ndims(append_job_logs.messages), 1) <> 1
+            OR coalesce(array_ndims(append_job_logs.levels), 1) <> 1
+            OR coalesce(array_ndims(append_job_logs.fields), 1) <> 1
+            THEN 'the arrays must be one-dimensional'
+        WHEN cardinality(append_job_logs.lease_tokens) <> v_lines OR cardinality(append_job_logs.messages) <> v_lines
+            OR cardinality(append_job_logs.levels) <> v_lines OR cardinality(append_job_logs.fields) <> v_lines
+            THEN format('job_ids has %s elements and the other arrays not as many', v_lines)
+        WHEN v_lines > 10000
+            THEN format('%s lines in one batch (at most 10000)', v_lines)
+        WHEN array_position(append_job_logs.job_ids, NULL) IS NOT NULL
+            OR array_position(append_job_logs.lease_tokens, NULL) IS NOT NULL
+            OR array_position(append_job_logs.messages, NULL) IS NOT NULL
+            THEN 'job_ids, lease_tokens and messages must not contain NULL'
+    END;
+    IF v_problem IS NOT NULL THEN
+        PERFORM pgrun._raise(
+            'job.invalid_batch',
+            v_problem,
+            'Pass parallel one-dimensional arrays, one element per line (at most 10000); levels '
+                'and fields are NULL or as long as job_ids.'
+        );
+    END IF;
+
+    -- The lines' jobs that the given tokens hold live leases on, locked in id order: the
+    -- attempt each line belongs to.
+    SELECT
+        coalesce(array_agg(l.id ORDER BY l.id), '{}'),
+        coalesce(array_agg(l.token ORDER BY l.id), '{}'),
+        coalesce(array_agg(l.attempt ORDER BY l.id), '{}')
+    INTO v_jobs, v_tokens, v_attempts
+    FROM (
+        SELECT j.id, j.lease_token AS token, j.total_attempts AS attempt
+        FROM pgrun.jobs AS j
+        WHERE j.id = ANY(append_job_logs.job_ids)
+          AND j.lease_expires_at > v_now
+          AND EXISTS (
+              SELECT 1 FROM unnest(append_job_logs.job_ids, append_job_logs.lease_tokens) AS u (id, token)
+              WHERE u.id = j.id AND u.token = j.lease_token
+          )
+        ORDER BY j.id
+        FOR SHARE OF j
+    ) AS l;
+
+    -- Per line, in input order: its attempt (NULL: no live lease) and whether
+    -- append_job_log would take its level and fields.
+    SELECT
+        array_agg(l.attempt ORDER BY u.n),
+        array_agg(
+            coalesce(append_job_logs.levels[u.n], 'info') IN ('debug', 'info', 'warning', 'error')
+            AND (
+                append_job_logs.fields[u.n] IS NULL
+                OR jsonb_typeof(append_job_logs.fields[u.n]) = 'object'
+                AND octet_length(append_job_logs.fields[u.n]::text) <= 65536
+                AND pgrun._json_depth_ok(append_job_logs.fields[u.n])
+            )
+            ORDER BY u.n
+        )
+    INTO v_line_attempts, v_valid
+    FROM unnest(append_job_logs.job_ids, append_job_logs.lease_tokens) WITH ORDINALITY AS u (id, token, n)
+    LEFT JOIN unnest(v_jobs, v_tokens, v_attempts) AS l (id, token, attempt)
+        ON l.id = u.id AND l.token = u.token;
+
+    -- The attempts' counts (a row made for an attempt with a line to write), locked in
+    -- (job, attempt) order: how many lines each stored before this call.
+    INSERT INTO pgrun.job_log_counts (job_id, attempt)
+    SELECT DISTINCT u.id, u.attempt
+    FROM unnest(append_job_logs.job_ids, v_line_attempts, v_valid) AS u (id, attempt, valid)
+    WHERE u.attempt IS NOT NULL AND u.valid
+    ORDER BY u.id, u.attempt  -- inserted in key order: two calls meeting on new rows cannot deadlock
+    ON CONFLICT ON CONSTRAINT job_log_counts_pkey DO NOTHING;
+    SELECT coalesce(array_agg(c.job_id ORDER BY c.job_id), '{}'), coalesce(array_agg(c.stored ORDER BY c.job_id), '{}')
+    INTO v_counted_jobs, v_before
+    FROM (
+        SELECT c.job_id, c.stored
+        FROM pgrun.job_log_counts AS c
+        JOIN unnest(v_jobs, v_attempts) AS l (id, attempt) ON c.job_id = l.id AND c.attempt = l.attempt
+        ORDER BY c.job_id, c.attempt
+        FOR UPDATE OF c
+    ) AS c;
+
+    -- Each written line's place among its attempt's lines: stored while the attempt holds
+    -- fewer than c_max_lines, counted after. Stored lines get their ids in input order.
+    SELECT array_agg(r.outcome ORDER BY r.n), array_agg(r.log_id ORDER BY r.n)
+    INTO v_outcomes, v_log_ids
+    FROM (
+        SELECT
+            w.n,
+            CASE
+                WHEN w.attempt IS NULL THEN 'lease_lost'
+                WHEN NOT w.valid THEN 'invalid'
+                WHEN w.before + w.k <= c_max_lines THEN 'logged'
+                ELSE 'counted'
+            END AS outcome,
+            CASE WHEN w.attempt IS NOT NULL AND w.valid AND w.before + w.k <= c_max_lines
+                THEN nextval('pgrun.job_logs_id_seq')
+            END AS log_id
+        FROM (
+            SELECT
+                u.n, u.attempt, u.valid, b.before,
+                row_number() OVER (PARTITION BY u.id, u.attempt IS NOT NULL AND u.valid ORDER BY u.n) AS k
+            FROM unnest(append_job_logs.job_ids, v_line_attempts, v_valid) WITH ORDINALITY AS u (id, attempt, valid, n)
+            LEFT JOIN unnest(v_counted_jobs, v_before) AS b (id, before) ON b.id = u.id
+        ) AS w
+        ORDER BY w.n
+    ) AS r;
+
+    INSERT INTO pgrun.job_logs (id, job_id, attempt, level, message, fields, created_at)
+    OVERRIDING SYSTEM VALUE
+    SELECT
+        u.log_id, u.id, u.attempt, coalesce(append_job_logs.levels[u.n], 'info'),
+        pgrun._clip(u.message, 8192), append_job_logs.fields[u.n], v_now
+    FROM unnest(append_job_logs.job_ids, v_line_attempts, append_job_logs.messages, v_log_ids)
+        WITH ORDINALITY AS u (id, attempt, message, log_id, n)
+    WHERE u.log_id IS NOT NULL;
+
+    UPDATE pgrun.job_log_counts AS c
+    SET stored = c.stored + t.stored,
+        dropped = c.dropped + t.dropped
+    FROM (
+        SELECT
+            u.id, u.attempt,
+            count(*) FILTER (WHERE u.outcome = 'logged')::integer AS stored,
+            count(*) FILTER (WHERE u.outcome = 'counted')::integer AS dropped
+        FROM unnest(append_job_logs.job_ids, v_line_attempts, v_outcomes) AS u (id, attempt, outcome)
+        WHERE u.outcome IN ('logged', 'counted')
+        GROUP BY u.id, u.attempt
+    ) AS t
+    WHERE c.job_id = t.id AND c.attempt = t.attempt;
+
+    RETURN QUERY
+    SELECT u.id, u.log_id, u.outcome
+    FROM unnest(append_job_logs.job_ids, v_log_ids, v_outcomes) WITH ORDINALITY AS u (id, log_id, outcome, n)
+    ORDER BY u.n;
+END;
+$$;
+
+COMMENT ON FUNCTION pgrun.append_job_logs(uuid[], uuid[], text[], text[], jsonb[]) IS
+'append_job_log for many lines (of one job or several) in one call: one row per line, in input order, '
+'with outcome logged (stored; log_id), counted (the attempt holds its 1000 lines: counted, not stored), '
+'lease_lost (no live lease under that token: nothing written) or invalid (a level or fields '
+'append_job_log refuses: not written). A job''s lines are kept in input order; messages are clipped as '
+'append_job_log clips them; NULL levels are info, NULL fields none. Writes no job_events row. '
+'Errors: job.invalid_batch (RQ003: NULL, NULL-holding or multi-dimensional arrays, lengths that differ, '
+'more than 10000 lines).';

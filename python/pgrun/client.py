@@ -60,6 +60,7 @@ from pgrun.results import (
     Json,
     JsonObject,
     JsonText,
+    LogOutcome,
     Outcome,
     PausedSchedule,
     QueueDepth,
@@ -93,6 +94,17 @@ class Failure:
     message: str | None = None
     retryable: bool = True
     retry_delay: Seconds | None = None
+
+
+@dataclass(frozen=True)
+class LogLine:
+    """One element of append_job_logs: a line for the attempt the lease holds."""
+
+    job_id: Id
+    lease_token: Id
+    message: str
+    level: str = "info"
+    fields: JsonObject | None = None
 
 
 @contextmanager
@@ -558,6 +570,18 @@ def _append_job_log(
         job_id=job_id, lease_token=lease_token, message=message, level=level, fields=_json(fields)
     )
     return _scalar(q.APPEND_JOB_LOG, params)
+
+
+def _append_job_logs(lines: Sequence[LogLine]) -> Call[list[LogOutcome]]:
+    fields = [None if line.fields is None else Jsonb(line.fields) for line in lines]
+    params: dict[str, Any] = dict(
+        job_ids=_uuids([line.job_id for line in lines]),
+        lease_tokens=_uuids([line.lease_token for line in lines]),
+        messages=[line.message for line in lines],
+        levels=[line.level for line in lines],
+        fields=None if all(f is None for f in fields) else fields,
+    )
+    return _all(q.APPEND_JOB_LOGS, params, LogOutcome)
 
 
 def _cancel_job(job_id: Id, *, reason: str | None, organization_id: Id | None) -> Call[str]:
@@ -1028,6 +1052,11 @@ class Client:
         None: the attempt already holds 1000 lines, so the line was counted, not stored.
         """
         return self._run(_append_job_log(job_id, lease_token, message, level=level, fields=fields))
+
+    def append_job_logs(self, lines: Sequence[LogLine]) -> list[LogOutcome]:
+        """Append many log lines in one statement (pgrun.append_job_logs); one outcome per line,
+        in order: logged, counted (the attempt holds its 1000 lines), lease_lost or invalid."""
+        return self._run(_append_job_logs(lines))
 
     def cancel_job(self, job_id: Id, *, reason: str | None = None, organization_id: Id | None = None) -> str:
         """Cancel a job (pgrun.cancel_job); returns cancelled or cancel_requested."""
@@ -1537,6 +1566,11 @@ class AsyncClient:
         None: the attempt already holds 1000 lines, so the line was counted, not stored.
         """
         return await self._run(_append_job_log(job_id, lease_token, message, level=level, fields=fields))
+
+    async def append_job_logs(self, lines: Sequence[LogLine]) -> list[LogOutcome]:
+        """Append many log lines in one statement (pgrun.append_job_logs); one outcome per line,
+        in order: logged, counted (the attempt holds its 1000 lines), lease_lost or invalid."""
+        return await self._run(_append_job_logs(lines))
 
     async def cancel_job(
         self, job_id: Id, *, reason: str | None = None, organization_id: Id | None = None

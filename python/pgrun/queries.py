@@ -133,6 +133,15 @@ SELECT pgrun.append_job_log(
     fields => %(fields)s::jsonb)
 """
 
+APPEND_JOB_LOGS: Final = """
+SELECT job_id, log_id, outcome FROM pgrun.append_job_logs(
+    job_ids => %(job_ids)s::uuid[],
+    lease_tokens => %(lease_tokens)s::uuid[],
+    messages => %(messages)s::text[],
+    levels => %(levels)s::text[],
+    fields => %(fields)s::jsonb[])
+"""
+
 # -- jobs: operators ------------------------------------------------------------------
 
 CANCEL_JOB: Final = """

@@ -100,6 +100,17 @@ class BatchOutcome:
 
 
 @dataclass(frozen=True)
+class LogOutcome:
+    """One row of append_job_logs, per line in order: ``outcome`` logged (``log_id`` set),
+    counted (the attempt holds its 1000 lines), lease_lost or invalid (a level or fields
+    append_job_log refuses)."""
+
+    job_id: UUID
+    log_id: int | None
+    outcome: str
+
+
+@dataclass(frozen=True)
 class Outcome:
     """fail_job / continue_job: what became of the job, and when it runs next."""
 

@@ -40,6 +40,7 @@ INSERT INTO expected VALUES
     ('heartbeat_jobs', '{admin,worker}'),
     ('report_progress', '{admin,worker}'),
     ('append_job_log', '{admin,worker}'),
+    ('append_job_logs', '{admin,worker}'),
     ('complete_job', '{admin,worker}'),
     ('complete_jobs', '{admin,worker}'),
     ('fail_job', '{admin,worker}'),
