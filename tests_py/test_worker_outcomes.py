@@ -807,3 +807,94 @@ def test_outcomes_wait_for_handlers_still_running_and_no_longer_once_none_are(
 
     run_worker_until(app, fast_config(db, max_global_concurrency=4), scenario, timeout=20)
     assert batches == [2, 1]
+
+
+def test_log_lines_are_written_in_batches_before_their_jobs_outcomes(
+    db: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """ctx.log buffers its line; the next flush writes the buffered lines in one
+    append_job_logs call, then the outcomes: a job's lines are stored, in the order it wrote
+    them, before its outcome. A line the server refuses (a level it does not know) or whose
+    fields are not JSON is dropped with a warning; the handler goes on and its job succeeds
+    (a log call never fails a handler)."""
+    calls: list[tuple[str, int]] = []
+    append_job_logs = AsyncClient.append_job_logs
+    complete_jobs = AsyncClient.complete_jobs
+
+    async def noting_logs(self: AsyncClient, lines: Any) -> Any:
+        calls.append(("logs", len(lines)))
+        return await append_job_logs(self, lines)
+
+    async def noting_completions(self: AsyncClient, triples: Any, **options: Any) -> Any:
+        calls.append(("complete", len(triples)))
+        return await complete_jobs(self, triples, **options)
+
+    monkeypatch.setattr(AsyncClient, "append_job_logs", noting_logs)
+    monkeypatch.setattr(AsyncClient, "complete_jobs", noting_completions)
+    gate = Gate(3)
+    app = App()
+
+    @app.job("t.logs")
+    async def logs(ctx: JobContext) -> Any:
+        n = ctx.payload["n"]
+        for step in range(3):
+            await ctx.log(f"job {n} step {step}", step=step)
+        await ctx.log("not a level", level="loud")
+        await ctx.log("not JSON", when=object())
+        await gate.wait()
+        return n
+
+    with caplog.at_level(logging.WARNING, logger="pgrun.worker"), Client.connect(db) as client:
+        ids = [client.enqueue_job("t.logs", {"n": n}).job_id for n in range(3)]
+        run_worker_until(app, fast_config(db, max_global_concurrency=3), lambda c: _done(c, ids))
+        jobs = [client.get_job(job_id) for job_id in ids]
+    assert [job["status"] for job in jobs] == ["succeeded"] * 3
+    assert calls == [("logs", 12), ("complete", 3)]  # three jobs' lines in one call, then the outcomes
+    with psycopg.connect(db) as conn:
+        for n, job_id in enumerate(ids):
+            rows = conn.execute(
+                "SELECT l.message, l.fields, l.created_at <= j.finished_at FROM pgrun.job_logs AS l "
+                "JOIN pgrun.jobs AS j ON j.id = l.job_id WHERE l.job_id = %s ORDER BY l.id",
+                (job_id,),
+            ).fetchall()
+            assert rows == [(f"job {n} step {step}", {"step": step}, True) for step in range(3)]
+    assert [a["log_lines"] for a in jobs[0]["attempts"]] == [3]
+    assert "log line(s) dropped: a level or fields the server refuses" in caplog.text
+    assert "log line dropped, its fields: not JSON" in caplog.text
+
+
+def test_log_lines_a_write_could_not_send_are_sent_again_before_the_outcome(
+    db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """append_job_logs failing for the server's weather puts the lines back: the outcome waits
+    for them, and each line is stored once. A handler that writes far more lines than the
+    buffer holds (LOG_LINES_MAX) waits for the writes: every line arrives (the attempt keeps its
+    first 1000 and counts the rest)."""
+    monkeypatch.setattr(worker_module, "LOG_LINES_MAX", 50)
+    append_job_logs = AsyncClient.append_job_logs
+    failed: list[int] = []
+
+    async def once_down(self: AsyncClient, lines: Any) -> Any:
+        if not failed:
+            failed.append(len(lines))
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+        return await append_job_logs(self, lines)
+
+    monkeypatch.setattr(AsyncClient, "append_job_logs", once_down)
+    app = App()
+
+    @app.job("t.chatty")
+    async def chatty(ctx: JobContext) -> None:
+        for line in range(ctx.payload["lines"]):
+            await ctx.log(f"line {line}")
+
+    with Client.connect(db) as client:
+        few = client.enqueue_job("t.chatty", {"lines": 2}).job_id
+        run_worker_until(app, fast_config(db), lambda c: _done(c, [few]))
+        many = client.enqueue_job("t.chatty", {"lines": 1200}).job_id
+        run_worker_until(app, fast_config(db), lambda c: _done(c, [many]))
+        jobs = [client.get_job(job_id) for job_id in (few, many)]
+    assert failed == [2]
+    assert [job["status"] for job in jobs] == ["succeeded"] * 2
+    assert [(a["log_lines"], a["log_lines_dropped"]) for a in jobs[0]["attempts"]] == [(2, 0)]
+    assert [(a["log_lines"], a["log_lines_dropped"]) for a in jobs[1]["attempts"]] == [(1000, 200)]

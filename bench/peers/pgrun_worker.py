@@ -12,7 +12,8 @@ its default as it does for `pgrun worker` (bench/peers/ab_env.py's A/B runs); `B
 skips the ANALYZE after the bulk load, so the worker claims with the statistics of an empty
 table; `BENCH_SYNC_HANDLER=1` makes the no-op handler a plain function (sync handlers run in the
 worker's handler threads); `BENCH_HANDLER_RESULT=1` has the (async) handler return a small
-object (`{"n": ..., "ok": true}`), stored as the job's result.
+object (`{"n": ..., "ok": true}`), stored as the job's result; `BENCH_HANDLER_LOG=1` has it log
+one line (`ctx.log`) a job.
 Delayed: the same worker, `JOBS_POLL_INTERVAL_MS` = `--poll-s` (60 s, the largest the setting
 allows; default 1 s), so a job that starts on time was started by the worker's timer for its due
 time (the enqueue's NOTIFY carries it); single delayed enqueue `AsyncClient.enqueue_job(run_at=)`,
@@ -129,10 +130,13 @@ async def throughput(args: Any) -> dict[str, Any]:
                 loop.call_soon_threadsafe(stop.set)
     else:
         result = os.environ.get("BENCH_HANDLER_RESULT", "0").strip() == "1"
+        logs = os.environ.get("BENCH_HANDLER_LOG", "0").strip() == "1"
 
         @app.job(NOOP)
         async def noop(ctx: Any) -> Any:
             nonlocal handled
+            if logs:
+                await ctx.log("working", n=ctx.payload["n"])
             handled += 1
             if handled >= args.jobs:
                 stop.set()

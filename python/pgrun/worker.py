@@ -99,7 +99,7 @@ import logging
 import re
 import time
 import traceback
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterable
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -123,7 +123,7 @@ from pgrun.app import (
     SyncHandler,
     SyncJobContext,
 )
-from pgrun.client import AsyncClient, Failure, KeepingAsyncClient, configure_async_connection
+from pgrun.client import AsyncClient, Failure, KeepingAsyncClient, LogLine, configure_async_connection
 from pgrun.config import Config
 from pgrun.errors import ConflictError, InvalidInputError, LeaseLostError, PgrunError, schema_mismatch
 from pgrun.eventloop import loop_kind
@@ -137,6 +137,8 @@ log = logging.getLogger("pgrun.worker")
 #: or no other outcome is coming: see ``Worker._gather_outcomes``).
 FLUSH_DELAY = 0.002
 FLUSH_MAX = 500
+#: At most this many log lines an append_job_logs call (the function takes 10,000).
+LOG_LINES_MAX = 2000
 #: By default the local queue holds about this much of the worker's recent throughput (see
 #: ``Worker._queue_bound``): the rate of finished handlers, sampled at most every
 #: RATE_SAMPLE_SECONDS and smoothed over about RATE_SECONDS.
@@ -261,6 +263,11 @@ class Worker:
         self._rate_handler_seconds = 0.0
         self._handler_time = 0.0
         self._buffer: list[_Outcome] = []
+        #: Log lines handlers wrote (ctx.log), written with the next flush, before its outcomes.
+        self._log_lines: list[LogLine] = []
+        #: Set when a flush has written the lines it took: a handler that buffered
+        #: LOG_LINES_MAX unwritten lines waits for it (``log``).
+        self._lines_written = asyncio.Event()
         self._buffered = asyncio.Event()
         #: The daemon threads sync handlers run in, reused from one handler to the next.
         self._threads = HandlerThreads()
@@ -792,10 +799,22 @@ class Worker:
         return await self.client.report_progress(job.job_id, job.lease_token, data)
 
     async def log(self, job: ClaimedJob, message: str, level: str, fields: JsonObject | None) -> None:
-        # Free text is kept, never refused: a NUL or lone surrogate becomes U+FFFD (and the
-        # SQL clips an over-long line), so a log call never fails the handler over its text.
-        text = _as_text(message)
-        await self.client.append_job_log(job.job_id, job.lease_token, text, level=level, fields=fields)
+        """Buffer the line: the next flush writes it (append_job_logs), before its outcomes, so
+        a job's lines are stored before its outcome is. A call per line, each waiting for its
+        durable commit, left a handler that logs a line a job a tenth of the worker's
+        throughput. A line is never refused to the handler: free text is kept (a NUL or lone
+        surrogate becomes U+FFFD, the SQL clips an over-long line); one the server does not
+        take (a level or fields it refuses, a lease lost meanwhile) is dropped with a warning
+        in the worker's log (``_write_log_lines``)."""
+        problem = None if fields is None else _json_problem(fields)
+        if problem is not None:
+            log.warning("job %s (%s): log line dropped, its fields: %s", job.job_id, job.job_type, problem)
+            return
+        self._log_lines.append(LogLine(job.job_id, job.lease_token, _as_text(message), level, fields))
+        self._buffered.set()
+        while len(self._log_lines) >= LOG_LINES_MAX:  # as far ahead of the writes as lines go
+            self._lines_written.clear()
+            await self._lines_written.wait()
 
     # -- writing outcomes ----------------------------------------------------------------
 
@@ -829,15 +848,18 @@ class Worker:
     async def _flush_once(self) -> None:
         """Write everything buffered; what the server did not take waits as ``_split`` says."""
         batch, self._buffer = self._buffer, []
+        lines, self._log_lines = self._log_lines, []
         self._buffered.clear()
         # The outcomes of a run whose release is blocked wait with that run's parked ones.
         batch = [o for o in batch if not self._park_if_waiting(o)]
-        if not batch:
+        if not batch and not lines:
             return
         self._flush_idle.clear()
         started = time.perf_counter()
         try:
-            pending = await self._write(batch)
+            # A job's log lines before its outcome (written, or back in the buffer to be)
+            lines_written = await self._write_log_lines(lines)
+            pending = await self._write(batch) if lines_written else _Pending(retry=batch)
         except Exception:
             # A bug of ours, not a refusal: never let it stop the flusher; drop the batch
             # (its leases expire and the reaper decides).
@@ -847,6 +869,7 @@ class Worker:
             pending = _Pending()
         finally:
             self._flush_idle.set()
+            self._lines_written.set()
             self._metrics.flushed(time.perf_counter() - started)
         self._park(pending.conflicted)
         if pending.retry:
@@ -857,6 +880,32 @@ class Worker:
         # A claim that comes back short because of the cap, sent before or while this was
         # written, does not then leave the worker asleep until its poll.
         self.poke()
+
+    async def _write_log_lines(self, lines: list[LogLine]) -> bool:
+        """Write the buffered log lines (append_job_logs, LOG_LINES_MAX a call); whether the
+        outcomes may follow. A failure the server's weather explains puts the lines back in
+        front of the buffer (the outcomes wait with them, ``_flush_once``); any other drops
+        them with the reason, as the server's per-line refusals are (the outcomes follow)."""
+        for start in range(0, len(lines), LOG_LINES_MAX):
+            chunk = lines[start : start + LOG_LINES_MAX]
+            try:
+                answers = await self._writes.append_job_logs(chunk)
+            except Exception as exc:
+                if _transient(exc):
+                    log.warning("writing %d log line(s) failed (%s); retrying", len(lines) - start, exc)
+                    self._log_lines[:0] = lines[start:]
+                    await asyncio.sleep(RETRY_MIN)
+                    return False
+                log.error("writing %d log line(s) failed; dropping them: %s", len(chunk), _describe(exc))
+                continue
+            refused = Counter(a.outcome for a in answers if a.outcome not in ("logged", "counted"))
+            if refused.get("invalid"):
+                log.warning(
+                    "%d log line(s) dropped: a level or fields the server refuses", refused["invalid"]
+                )
+            if refused.get("lease_lost"):
+                log.debug("%d log line(s) of jobs no longer held dropped", refused["lease_lost"])
+        return True
 
     async def _write(self, batch: list[_Outcome]) -> _Pending:
         """Write a batch: completions, continuations, then failures (with the failures that
@@ -1357,8 +1406,10 @@ class Worker:
             if pending:
                 await asyncio.wait(pending, timeout=1)
         deadline = time.monotonic() + max(5.0, self.config.heartbeat_interval)
-        while (self._buffer or self._parked or not self._flush_idle.is_set()) and time.monotonic() < deadline:
-            if self._buffer and self._flush_idle.is_set():
+        while (
+            self._buffer or self._log_lines or self._parked or not self._flush_idle.is_set()
+        ) and time.monotonic() < deadline:
+            if (self._buffer or self._log_lines) and self._flush_idle.is_set():
                 await self._flush_once()
             elif not self._flush_idle.is_set():
                 # the flush in flight ends first (polling for it cost up to 10 ms a stop)
@@ -1369,6 +1420,8 @@ class Worker:
         unwritten = len(self._buffer) + sum(len(parked) for parked in self._parked.values())
         if unwritten:
             log.warning("exiting with %d unwritten outcome(s); their leases will expire", unwritten)
+        if self._log_lines:
+            log.warning("exiting with %d unwritten log line(s)", len(self._log_lines))
 
 
 def async_commit_pool(pool: Any, claims_in_flight: int = 1) -> AsyncConnectionPool | None:
