@@ -515,3 +515,30 @@ def test_a_worker_on_a_schema_older_than_its_code_says_to_migrate(
     with pytest.raises(psycopg.errors.UndefinedFunction):
         asyncio.run(main())
     assert "run `pgrun migrate` with this version" in caplog.text
+
+
+def test_log_lines_a_schema_older_than_the_code_cannot_take_are_dropped_with_the_reason(
+    empty_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A schema migrated before append_job_logs claims and completes as this worker asks, but
+    cannot take its log lines: they are dropped, the log says to migrate, and the job still
+    succeeds (a log line never fails its handler)."""
+    old = extract_schema(
+        commit_adding("tests_sql/jobs/heartbeat/test_append_job_logs.sql") + "^", tmp_path / "old"
+    )
+    monkeypatch.setenv("PGRUN_SCHEMA_DIR", str(old))
+    migrate.migrate(empty_db)
+    monkeypatch.delenv("PGRUN_SCHEMA_DIR")
+    app = App()
+
+    @app.job("t.logs")
+    async def logs(ctx: JobContext) -> None:
+        await ctx.log("a line the schema cannot take")
+
+    with Client.connect(empty_db) as client:
+        job_id = client.enqueue_job("t.logs").job_id
+        run_worker_until(app, fast_config(empty_db), lambda c: finished(c, [job_id]))
+        job = client.get_job(job_id)
+    assert job["status"] == "succeeded"
+    assert "log line(s) failed; dropping them" in caplog.text
+    assert "run `pgrun migrate` with this version" in caplog.text

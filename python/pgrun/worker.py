@@ -896,7 +896,12 @@ class Worker:
                     self._log_lines[:0] = lines[start:]
                     await asyncio.sleep(RETRY_MIN)
                     return False
-                log.error("writing %d log line(s) failed; dropping them: %s", len(chunk), _describe(exc))
+                why = (
+                    schema_mismatch(exc, "worker")
+                    if isinstance(exc, psycopg.errors.UndefinedFunction)
+                    else _describe(exc)
+                )
+                log.error("writing %d log line(s) failed; dropping them: %s", len(chunk), why)
                 continue
             refused = Counter(a.outcome for a in answers if a.outcome not in ("logged", "counted"))
             if refused.get("invalid"):
