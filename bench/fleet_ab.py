@@ -10,7 +10,8 @@ this checkout's for both, only the `pgrun` package differs (the base side import
 Cases (two workers of four slots; the handler sleeps the job's time):
 * capped N ms: a type capped at 8 (or 1000: a cap that never binds), the first worker started
   alone, the second once the first runs four jobs;
-* burst 500 ms: both workers have run jobs of that time, idle 0.5 s, then eight jobs at once.
+* burst 500 ms: both workers have run jobs of that time, idle 0.5 s, then eight jobs at once;
+* chain: one worker runs a workflow of 40 steps, each released by the one before.
 
 Reports each run's seconds and the medians per case, against the ideal (the jobs spread over
 the usable slots with no gap).
@@ -43,6 +44,16 @@ CASES = {
     "capped 8, 2 ms x 2000": ["--scenario", "capped", "--cap", "8", "--job-ms", "2", "--jobs", "2000"],
     "capped 1000, 2 ms x 2000": ["--scenario", "capped", "--cap", "1000", "--job-ms", "2", "--jobs", "2000"],
     "burst, 500 ms x 8": ["--scenario", "burst", "--job-ms", "500", "--jobs", "8"],
+    "chain of 40 steps, 0 ms, one worker": [
+        "--scenario",
+        "chain",
+        "--job-ms",
+        "0",
+        "--jobs",
+        "40",
+        "--workers",
+        "1",
+    ],
 }
 
 

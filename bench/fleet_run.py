@@ -12,11 +12,15 @@ Two scenarios:
 * ``burst``: each worker first runs --slots jobs of the same time from a queue of its own (so
   each has measured its handlers), the fleet idles 0.5 s, then --jobs jobs are enqueued at
   once into the queue they share. Measures that enqueue to the last job written.
+* ``chain``: a workflow of --jobs steps, each depending on the one before (each step's
+  completion releases the next), enqueued once the workers have started. Measures that
+  enqueue to the run's end: per step, a handler's run, its outcome's write (with the release),
+  and the next step's claim.
 
 Prints one JSON line: seconds, the ideal (jobs x time / usable slots), the peak of running jobs
 seen (sampled every 10 ms), how many jobs each worker ran.
 
-Usage: python bench/fleet_run.py --dsn DSN --scenario capped|burst [--workers 2] [--slots 4]
+Usage: python bench/fleet_run.py --dsn DSN --scenario capped|burst|chain [--workers 2] [--slots 4]
        [--job-ms 300] [--jobs 64] [--cap 8]
 """
 
@@ -92,6 +96,39 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     tasks = []
     peak = [0]
     done = asyncio.Event()
+    if args.scenario == "chain":
+        tasks = [start(name) for name in names]
+        await asyncio.sleep(0.5)  # started, listening, definitions registered
+        steps = [
+            {"key": f"s{i}", "job_type": TYPE, "queue": "shared", "payload": {"ms": args.job_ms}}
+            | ({"depends_on": [f"s{i - 1}"]} if i else {})
+            for i in range(args.jobs)
+        ]
+        async with await psycopg.AsyncConnection.connect(args.dsn, autocommit=True) as watching:
+            began = time.monotonic()
+            row = await (
+                await watching.execute(
+                    "SELECT run_id FROM pgrun.enqueue_workflow(%s::jsonb)",
+                    (json.dumps({"name": "chain", "steps": steps}),),
+                )
+            ).fetchone()
+            assert row is not None
+            while True:
+                status = await (
+                    await watching.execute("SELECT status FROM pgrun.workflow_runs WHERE id = %s", (row[0],))
+                ).fetchone()
+                if status and status[0] in ("succeeded", "failed", "cancelled"):
+                    break
+                await asyncio.sleep(0.002)
+        took = time.monotonic() - began
+        stop.set()
+        await asyncio.gather(*tasks)
+        return {
+            "seconds": round(took, 3),
+            "ideal_seconds": round(args.jobs * args.job_ms / 1000, 3),
+            "per_step_ms": round(took / args.jobs * 1000, 2),
+            "ran": dict(sorted(ran.items())),
+        }
     if args.scenario == "capped":
         with psycopg.connect(args.dsn, autocommit=True) as conn:
             conn.execute("SELECT pgrun.set_job_runtime_config(%s, max_concurrency => %s)", (TYPE, args.cap))
@@ -137,7 +174,7 @@ if __name__ == "__main__":
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--dsn", required=True)
-    parser.add_argument("--scenario", choices=["capped", "burst"], required=True)
+    parser.add_argument("--scenario", choices=["capped", "burst", "chain"], required=True)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--slots", type=int, default=4)
     parser.add_argument("--job-ms", type=int, default=300)
