@@ -255,6 +255,52 @@ def test_a_claim_of_a_capped_type_refuses_a_snapshot_older_than_the_claims_it_co
     assert row == (3,)
 
 
+def test_log_lines_written_from_many_sessions_at_once_keep_each_attempts_count(db: str) -> None:
+    """Six sessions write log lines for the same four running jobs at once: four through
+    append_job_logs in batches naming the jobs in different orders (one batch reversed), two
+    through append_job_log one line at a time. No call deadlocks or fails, every line is
+    logged or counted, and each attempt keeps exactly its first 1000 lines: the count row's
+    stored equals the job_logs rows, stored + dropped the lines sent."""
+    bulk_enqueue(db, 4, job_type="logs.many")
+    with connect(db) as conn:
+        jobs = conn.execute("SELECT job_id, lease_token FROM pgrun.claim_jobs('w', 600, 4)").fetchall()
+    assert len(jobs) == 4
+    sent: Counter[Any] = Counter()
+    lock = threading.Lock()
+
+    def batches(i: int) -> None:
+        with connect(db) as conn:
+            for round_ in range(12):
+                order = jobs[::-1] if (i + round_) % 2 else jobs
+                lines = [job for job in order for _ in range(25)]
+                rows = conn.execute(
+                    "SELECT job_id, outcome FROM pgrun.append_job_logs(%s, %s, %s)",
+                    ([j[0] for j in lines], [j[1] for j in lines], [f"s{i} r{round_}" for _ in lines]),
+                ).fetchall()
+                assert {outcome for _, outcome in rows} <= {"logged", "counted"}
+                with lock:
+                    sent.update(job_id for job_id, _ in rows)
+
+    def singles(i: int) -> None:
+        with connect(db) as conn:
+            for n in range(100):
+                job_id, token = jobs[n % 4]
+                conn.execute("SELECT pgrun.append_job_log(%s, %s, %s)", (job_id, token, f"single {i} {n}"))
+                with lock:
+                    sent[job_id] += 1
+
+    run_threads(6, lambda i: batches(i) if i < 4 else singles(i))
+    with connect(db) as conn:
+        rows = conn.execute(
+            "SELECT c.job_id, c.stored, c.dropped, (SELECT count(*) FROM pgrun.job_logs AS l "
+            "WHERE l.job_id = c.job_id AND l.attempt = c.attempt) FROM pgrun.job_log_counts AS c"
+        ).fetchall()
+    assert len(rows) == 4
+    for job_id, stored, dropped, kept in rows:
+        assert (stored, kept, stored + dropped) == (1000, 1000, sent[job_id]), job_id
+    assert all(n == 4 * 12 * 25 + 50 for n in sent.values())
+
+
 def test_two_sessions_racing_the_same_keyed_enqueue_get_one_job(db: str) -> None:
     call = (
         "SELECT job_id, created FROM pgrun.enqueue_job(job_type => 'mail.send', "
