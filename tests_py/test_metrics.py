@@ -189,6 +189,33 @@ def test_the_jobs_waiting_in_the_local_queue_are_read_when_scraped() -> None:
     assert value(parse_registry(metrics.registry), "pgrun_worker_waiting_jobs") == 3
 
 
+def test_log_lines_are_counted_by_what_became_of_them(db: str) -> None:
+    """pgrun_log_lines_total{outcome}: the lines a handler wrote, by append_job_logs' answer
+    (logged, invalid here) or dropped by the worker (fields that are not JSON)."""
+    metrics = WorkerMetrics()
+    app = App()
+
+    @app.job("m.logs")
+    async def logs(ctx: JobContext) -> None:
+        await ctx.log("one")
+        await ctx.log("two", n=2)
+        await ctx.log("a level the server refuses", level="loud")
+        await ctx.log("fields that are not JSON", when=object())
+
+    with Client.connect(db) as client:
+        job_id = client.enqueue_job("m.logs").job_id
+
+        def counted(c: Client) -> bool:
+            samples = parse_registry(metrics.registry)
+            return c.get_job(job_id)["status"] == "succeeded" and all(
+                value(samples, "pgrun_log_lines_total", outcome=k) == n
+                for k, n in (("logged", 2), ("invalid", 1), ("dropped", 1))
+            )
+
+        run_worker_until(app, fast_config(db), counted, timeout=20, metrics=metrics)
+    assert value(parse_registry(metrics.registry), "pgrun_log_lines_total", outcome="counted") == 0
+
+
 def test_a_lost_lease_is_counted_once(db: str) -> None:
     """The first attempt's lease is made to expire while its handler runs: the reaper hands
     the job on, the heartbeat finds the lease gone, the late result is dropped. One lease_lost

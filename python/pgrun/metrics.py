@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -113,6 +113,9 @@ class NoMetrics:
         pass
 
     def watch_waiting(self, size: Callable[[], int]) -> None:
+        pass
+
+    def log_lines(self, outcomes: Mapping[str, int]) -> None:
         pass
 
 
@@ -209,6 +212,14 @@ class WorkerMetrics(NoMetrics):
             "Jobs this worker claimed ahead of its free slots, not started yet (its local queue).",
             registry=self.registry,
         )
+        self._log_lines = Counter(
+            "pgrun_log_lines_total",
+            "Log lines handlers wrote (ctx.log), by what became of them: logged; counted (beyond "
+            "the attempt's 1000, not stored); lease_lost; invalid (a level or fields the server "
+            "refuses); dropped (fields that are not JSON, or a write that failed for good).",
+            ("outcome",),
+            registry=self.registry,
+        )
 
     def _child(self, name: str, job: ClaimedJob) -> Any:
         key = (name, job.job_type, job.queue)
@@ -245,6 +256,11 @@ class WorkerMetrics(NoMetrics):
     def watch_waiting(self, size: Callable[[], int]) -> None:
         """Read how many claimed jobs wait for a slot when scraped."""
         self._waiting.set_function(size)
+
+    def log_lines(self, outcomes: Mapping[str, int]) -> None:
+        """Count a write's log lines by outcome (append_job_logs' answers, or ``dropped``)."""
+        for outcome, n in outcomes.items():
+            self._log_lines.labels(outcome).inc(n)
 
 
 class QueueDepthCollector:

@@ -809,6 +809,7 @@ class Worker:
         problem = None if fields is None else _json_problem(fields)
         if problem is not None:
             log.warning("job %s (%s): log line dropped, its fields: %s", job.job_id, job.job_type, problem)
+            self._metrics.log_lines({"dropped": 1})
             return
         self._log_lines.append(LogLine(job.job_id, job.lease_token, _as_text(message), level, fields))
         self._buffered.set()
@@ -902,8 +903,11 @@ class Worker:
                     else _describe(exc)
                 )
                 log.error("writing %d log line(s) failed; dropping them: %s", len(chunk), why)
+                self._metrics.log_lines({"dropped": len(chunk)})
                 continue
-            refused = Counter(a.outcome for a in answers if a.outcome not in ("logged", "counted"))
+            outcomes = Counter(a.outcome for a in answers)
+            self._metrics.log_lines(outcomes)
+            refused = {k: n for k, n in outcomes.items() if k not in ("logged", "counted")}
             if refused.get("invalid"):
                 log.warning(
                     "%d log line(s) dropped: a level or fields the server refuses", refused["invalid"]
