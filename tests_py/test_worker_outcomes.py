@@ -32,7 +32,7 @@ import pytest
 
 from pgrun import config as configuration
 from pgrun import worker as worker_module
-from pgrun.app import App, Continue, Fail, JobContext, Retry
+from pgrun.app import App, Continue, Fail, JobContext, Retry, SyncJobContext
 from pgrun.client import AsyncClient, Client
 from pgrun.eventloop import run_until_complete
 from pgrun.results import JsonText, UndecodableJson
@@ -888,13 +888,23 @@ def test_log_lines_a_write_could_not_send_are_sent_again_before_the_outcome(
         for line in range(ctx.payload["lines"]):
             await ctx.log(f"line {line}")
 
+    @app.job("t.chatty_sync")
+    def chatty_sync(ctx: SyncJobContext) -> None:  # hands its lines to the loop, or waits
+        for line in range(ctx.payload["lines"]):
+            ctx.log(f"line {line}")
+
     with Client.connect(db) as client:
         few = client.enqueue_job("t.chatty", {"lines": 2}).job_id
         run_worker_until(app, fast_config(db), lambda c: _done(c, [few]))
-        many = client.enqueue_job("t.chatty", {"lines": 1200}).job_id
-        run_worker_until(app, fast_config(db), lambda c: _done(c, [many]))
-        jobs = [client.get_job(job_id) for job_id in (few, many)]
+        many = [client.enqueue_job(t, {"lines": 1200}).job_id for t in ("t.chatty", "t.chatty_sync")]
+        run_worker_until(app, fast_config(db), lambda c: _done(c, many))
+        jobs = [client.get_job(job_id) for job_id in (few, *many)]
     assert failed == [2]
-    assert [job["status"] for job in jobs] == ["succeeded"] * 2
+    assert [job["status"] for job in jobs] == ["succeeded"] * 3
     assert [(a["log_lines"], a["log_lines_dropped"]) for a in jobs[0]["attempts"]] == [(2, 0)]
-    assert [(a["log_lines"], a["log_lines_dropped"]) for a in jobs[1]["attempts"]] == [(1000, 200)]
+    for job in jobs[1:]:
+        assert [(a["log_lines"], a["log_lines_dropped"]) for a in job["attempts"]] == [(1000, 200)]
+    with psycopg.connect(db) as conn:
+        for job_id in many:  # the first 1000, in the order the handler wrote them
+            rows = conn.execute("SELECT message FROM pgrun.job_logs WHERE job_id = %s ORDER BY id", (job_id,))
+            assert [row[0] for row in rows] == [f"line {line}" for line in range(1000)]

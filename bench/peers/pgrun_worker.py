@@ -12,8 +12,8 @@ its default as it does for `pgrun worker` (bench/peers/ab_env.py's A/B runs); `B
 skips the ANALYZE after the bulk load, so the worker claims with the statistics of an empty
 table; `BENCH_SYNC_HANDLER=1` makes the no-op handler a plain function (sync handlers run in the
 worker's handler threads); `BENCH_HANDLER_RESULT=1` has the (async) handler return a small
-object (`{"n": ..., "ok": true}`), stored as the job's result; `BENCH_HANDLER_LOG=1` has it log
-one line (`ctx.log`) a job.
+object (`{"n": ..., "ok": true}`), stored as the job's result; `BENCH_HANDLER_LOG=1` has it (sync or
+async) log one line (`ctx.log`) a job.
 Delayed: the same worker, `JOBS_POLL_INTERVAL_MS` = `--poll-s` (60 s, the largest the setting
 allows; default 1 s), so a job that starts on time was started by the worker's timer for its due
 time (the enqueue's NOTIFY carries it); single delayed enqueue `AsyncClient.enqueue_job(run_at=)`,
@@ -122,9 +122,13 @@ async def throughput(args: Any) -> dict[str, Any]:
         loop = asyncio.get_running_loop()
         counter = itertools.count(1)
 
+        sync_logs = os.environ.get("BENCH_HANDLER_LOG", "0").strip() == "1"
+
         @app.job(NOOP)
         def noop_sync(ctx: Any) -> None:
             nonlocal handled
+            if sync_logs:
+                ctx.log("working", n=ctx.payload["n"])
             handled = next(counter)  # next() of itertools.count: one bytecode, thread-safe
             if handled >= args.jobs:
                 loop.call_soon_threadsafe(stop.set)

@@ -97,6 +97,10 @@ class _JobIO(Protocol):
 
     async def log(self, job: ClaimedJob, message: str, level: str, fields: JsonObject | None) -> None: ...
 
+    def log_room(self) -> bool: ...
+
+    def log_now(self, job: ClaimedJob, message: str, level: str, fields: JsonObject | None) -> None: ...
+
 
 _CANCEL_EVENT_LOCK = threading.Lock()
 
@@ -219,6 +223,13 @@ class SyncJobContext(_ContextBase):
         return requested
 
     def log(self, message: str, level: str = "info", **fields: Any) -> None:
+        # Handed to the loop without waiting for it (the loop buffers lines, then the handler's
+        # outcome, in the order this thread sent them), unless the worker's buffer is full: then
+        # this thread waits for the writes as an async handler does. Waiting for the loop on
+        # every line cost a sync handler logging a line a job three quarters of its throughput.
+        if self._io.log_room():
+            self._loop.call_soon_threadsafe(self._io.log_now, self.job, message, level, fields or None)
+            return
         asyncio.run_coroutine_threadsafe(
             self._io.log(self.job, message, level, fields or None), self._loop
         ).result()

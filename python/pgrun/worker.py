@@ -799,13 +799,21 @@ class Worker:
         return await self.client.report_progress(job.job_id, job.lease_token, data)
 
     async def log(self, job: ClaimedJob, message: str, level: str, fields: JsonObject | None) -> None:
+        """Buffer the line (``log_now``), then wait while LOG_LINES_MAX lines wait for the writes."""
+        self.log_now(job, message, level, fields)
+        while len(self._log_lines) >= LOG_LINES_MAX:  # as far ahead of the writes as lines go
+            self._lines_written.clear()
+            await self._lines_written.wait()
+
+    def log_now(self, job: ClaimedJob, message: str, level: str, fields: JsonObject | None) -> None:
         """Buffer the line: the next flush writes it (append_job_logs), before its outcomes, so
         a job's lines are stored before its outcome is. A call per line, each waiting for its
         durable commit, left a handler that logs a line a job a tenth of the worker's
         throughput. A line is never refused to the handler: free text is kept (a NUL or lone
         surrogate becomes U+FFFD, the SQL clips an over-long line); one the server does not
         take (a level or fields it refuses, a lease lost meanwhile) is dropped with a warning
-        in the worker's log (``_write_log_lines``)."""
+        in the worker's log (``_write_log_lines``). On the loop's thread (a sync handler's
+        context hands it over with ``call_soon_threadsafe``)."""
         problem = None if fields is None else _json_problem(fields)
         if problem is not None:
             log.warning("job %s (%s): log line dropped, its fields: %s", job.job_id, job.job_type, problem)
@@ -813,9 +821,11 @@ class Worker:
             return
         self._log_lines.append(LogLine(job.job_id, job.lease_token, _as_text(message), level, fields))
         self._buffered.set()
-        while len(self._log_lines) >= LOG_LINES_MAX:  # as far ahead of the writes as lines go
-            self._lines_written.clear()
-            await self._lines_written.wait()
+
+    def log_room(self) -> bool:
+        """Whether a line may be buffered without waiting for the writes (read from any thread:
+        a sync handler that finds none waits through ``log``)."""
+        return len(self._log_lines) < LOG_LINES_MAX
 
     # -- writing outcomes ----------------------------------------------------------------
 
