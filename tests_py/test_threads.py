@@ -138,3 +138,23 @@ def test_a_handler_counted_on_an_idle_thread_whose_wait_ends_still_runs() -> Non
         return await asyncio.wait_for(second, 10), threads.started
 
     assert asyncio.run(main()) == ("second", 1)
+
+
+def test_a_thread_that_cannot_be_started_fails_that_handler_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No thread to be had (the process's limit): run() raises for that handler (the worker
+    fails its job as crashed), counts nothing, and the next handler gets a thread."""
+    real_start = threading.Thread.start
+
+    def refuse(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    async def main() -> tuple[int, int, str]:
+        threads = HandlerThreads()
+        monkeypatch.setattr(threading.Thread, "start", refuse)
+        with pytest.raises(RuntimeError, match="can't start new thread"):
+            threads.run(lambda x: x, "lost", "refused")
+        counted = (threads.started, threads.alive)
+        monkeypatch.setattr(threading.Thread, "start", real_start)
+        return (*counted, await asyncio.wait_for(threads.run(lambda x: x, "next", "next"), 10))
+
+    assert asyncio.run(main()) == (0, 0, "next")

@@ -55,8 +55,14 @@ class HandlerThreads:
         task = (function, argument, name, loop, future)
         if spare:
             self._tasks.put(task)
-        else:
+            return future
+        try:
             threading.Thread(target=self._serve, args=(task,), name=name, daemon=True).start()
+        except BaseException:  # no thread to be had (the handler's job fails as crashed)
+            with self._lock:
+                self.started -= 1
+                self.alive -= 1
+            raise
         return future
 
     def _serve(self, task: _Task) -> None:
