@@ -13,7 +13,8 @@ skips the ANALYZE after the bulk load, so the worker claims with the statistics 
 table; `BENCH_SYNC_HANDLER=1` makes the no-op handler a plain function (sync handlers run in the
 worker's handler threads); `BENCH_HANDLER_RESULT=1` has the (async) handler return a small
 object (`{"n": ..., "ok": true}`), stored as the job's result; `BENCH_HANDLER_LOG=1` has it (sync or
-async) log one line (`ctx.log`) a job.
+async) log one line (`ctx.log`) a job; `BENCH_HANDLER_FAIL=1` has the async one raise
+`Fail(retryable=False)` (every job ends dead).
 Delayed: the same worker, `JOBS_POLL_INTERVAL_MS` = `--poll-s` (60 s, the largest the setting
 allows; default 1 s), so a job that starts on time was started by the worker's timer for its due
 time (the enqueue's NOTIFY carries it); single delayed enqueue `AsyncClient.enqueue_job(run_at=)`,
@@ -58,7 +59,7 @@ from _common import (
 # and importing pgrun's worker modules (~25 ms) is not the worker's work (the peers' imports
 # happen before their clocks too)
 from pgrun import migrate
-from pgrun.app import App
+from pgrun.app import App, Fail
 from pgrun.client import AsyncClient, Client
 from pgrun.config import from_env
 from pgrun.runner import default_loops, pool_size, run_loops
@@ -135,6 +136,7 @@ async def throughput(args: Any) -> dict[str, Any]:
     else:
         result = os.environ.get("BENCH_HANDLER_RESULT", "0").strip() == "1"
         logs = os.environ.get("BENCH_HANDLER_LOG", "0").strip() == "1"
+        fails = os.environ.get("BENCH_HANDLER_FAIL", "0").strip() == "1"
 
         @app.job(NOOP)
         async def noop(ctx: Any) -> Any:
@@ -144,6 +146,8 @@ async def throughput(args: Any) -> dict[str, Any]:
             handled += 1
             if handled >= args.jobs:
                 stop.set()
+            if fails:
+                raise Fail("not today", retryable=False)
             return {"n": ctx.payload["n"], "ok": True} if result else None
 
     start, cpu = time.perf_counter(), time.process_time()
@@ -154,7 +158,8 @@ async def throughput(args: Any) -> dict[str, Any]:
     await asyncio.wait_for(runner, 60)
     elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     with psycopg.connect(args.dsn, autocommit=True) as conn:
-        row = conn.execute("SELECT count(*) FROM pgrun.jobs WHERE status <> 'succeeded'").fetchone()
+        # not written: every job ends succeeded (dead with BENCH_HANDLER_FAIL=1)
+        row = conn.execute("SELECT count(*) FROM pgrun.jobs WHERE finished_at IS NULL").fetchone()
     return {
         "jobs": args.jobs,
         "handled": handled,
