@@ -273,7 +273,7 @@ COMMENT ON FUNCTION pgrun.append_job_log(uuid, uuid, text, text, jsonb) IS
 -- append_job_log clips them; NULL levels are 'info', NULL fields none.
 --
 -- Locks: the lines' jobs rows FOR SHARE (id order, as append_job_log: a completion waits for
--- the lines to commit), then their job_log_counts rows FOR UPDATE ((job, attempt) order).
+-- the lines to commit), then their job_log_counts rows (an upsert each, (job, attempt) order).
 -- Errors (RQ003, nothing written): job.invalid_batch (job_ids, lease_tokens or messages NULL,
 -- holding a NULL, not one-dimensional, or lengths that differ, levels / fields not NULL and of
 -- another length, more than 10000 lines).
@@ -310,6 +310,7 @@ DECLARE
     v_valid boolean[];
     v_counted_jobs uuid[];
     v_before integer[];
+    v_counted_lines integer[];
     v_outcomes text[];
     v_log_ids bigint[];
 BEGIN
@@ -382,23 +383,28 @@ BEGIN
     LEFT JOIN unnest(v_jobs, v_tokens, v_attempts) AS l (id, token, attempt)
         ON l.id = u.id AND l.token = u.token;
 
-    -- The attempts' counts (a row made for an attempt with a line to write), locked in
-    -- (job, attempt) order: how many lines each stored before this call.
-    INSERT INTO pgrun.job_log_counts (job_id, attempt)
-    SELECT DISTINCT u.id, u.attempt
-    FROM unnest(append_job_logs.job_ids, v_line_attempts, v_valid) AS u (id, attempt, valid)
-    WHERE u.attempt IS NOT NULL AND u.valid
-    ORDER BY u.id, u.attempt  -- inserted in key order: two calls meeting on new rows cannot deadlock
-    ON CONFLICT ON CONSTRAINT job_log_counts_pkey DO NOTHING;
-    SELECT coalesce(array_agg(c.job_id ORDER BY c.job_id), '{}'), coalesce(array_agg(c.stored ORDER BY c.job_id), '{}')
-    INTO v_counted_jobs, v_before
-    FROM unnest(v_jobs, v_attempts) AS l (id, attempt)  -- in id order
-    CROSS JOIN LATERAL (
-        SELECT c.job_id, c.stored
-        FROM pgrun.job_log_counts AS c
-        WHERE c.job_id = l.id AND c.attempt = l.attempt
-        FOR UPDATE OF c
-    ) AS c;
+    -- Each attempt's count, raised by its lines to write in one upsert per attempt, in
+    -- (job, attempt) order (two calls meeting on the same rows cannot deadlock); the row
+    -- stays locked until this call commits. Its value before them is what the attempt
+    -- stored before this call (the lines beyond c_max_lines are moved to dropped below).
+    WITH n AS (
+        SELECT u.id, u.attempt, count(*)::integer AS lines
+        FROM unnest(append_job_logs.job_ids, v_line_attempts, v_valid) AS u (id, attempt, valid)
+        WHERE u.attempt IS NOT NULL AND u.valid
+        GROUP BY u.id, u.attempt
+    ), raised AS (
+        INSERT INTO pgrun.job_log_counts AS c (job_id, attempt, stored)
+        SELECT n.id, n.attempt, n.lines FROM n ORDER BY n.id, n.attempt
+        ON CONFLICT ON CONSTRAINT job_log_counts_pkey DO UPDATE SET stored = c.stored + excluded.stored
+        RETURNING c.job_id, c.attempt, c.stored
+    )
+    SELECT
+        coalesce(array_agg(r.job_id ORDER BY r.job_id), '{}'),
+        coalesce(array_agg(r.stored - n.lines ORDER BY r.job_id), '{}'),
+        coalesce(array_agg(n.lines ORDER BY r.job_id), '{}')
+    INTO v_counted_jobs, v_before, v_counted_lines
+    FROM raised AS r
+    JOIN n ON n.id = r.job_id AND n.attempt = r.attempt;
 
     -- Each written line's place among its attempt's lines: stored while the attempt holds
     -- fewer than c_max_lines, counted after. Stored lines get their ids in input order.
@@ -435,19 +441,22 @@ BEGIN
         WITH ORDINALITY AS u (id, attempt, message, log_id, n)
     WHERE u.log_id IS NOT NULL;
 
-    UPDATE pgrun.job_log_counts AS c
-    SET stored = c.stored + t.stored,
-        dropped = c.dropped + t.dropped
-    FROM (
-        SELECT
-            u.id, u.attempt,
-            count(*) FILTER (WHERE u.outcome = 'logged')::integer AS stored,
-            count(*) FILTER (WHERE u.outcome = 'counted')::integer AS dropped
-        FROM unnest(append_job_logs.job_ids, v_line_attempts, v_outcomes) AS u (id, attempt, outcome)
-        WHERE u.outcome IN ('logged', 'counted')
-        GROUP BY u.id, u.attempt
-    ) AS t
-    WHERE c.job_id = t.id AND c.attempt = t.attempt;
+    -- An attempt whose lines went past c_max_lines: those are dropped, not stored (rare: the
+    -- upsert above counted them all as stored).
+    IF EXISTS (
+        SELECT 1 FROM unnest(v_before, v_counted_lines) AS b (before, lines)
+        WHERE b.before + b.lines > c_max_lines
+    ) THEN
+        UPDATE pgrun.job_log_counts AS c
+        SET stored = c.stored - o.over,
+            dropped = c.dropped + o.over
+        FROM (
+            SELECT b.id, b.lines - greatest(0, least(b.lines, c_max_lines - b.before)) AS over
+            FROM unnest(v_counted_jobs, v_before, v_counted_lines) AS b (id, before, lines)
+        ) AS o
+        JOIN unnest(v_jobs, v_attempts) AS l (id, attempt) ON l.id = o.id
+        WHERE c.job_id = o.id AND c.attempt = l.attempt AND o.over > 0;
+    END IF;
 
     RETURN QUERY
     SELECT u.id, u.log_id, u.outcome
