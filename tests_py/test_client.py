@@ -51,6 +51,8 @@ async def scenario(call: Invoke) -> None:
         (one.job_id, "invalid"),
     ]
     assert all(isinstance(o.log_id, int) for o in logged[:2]) and logged[2].log_id is None
+    no_wait = await call("append_job_logs", [LogLine(one.job_id, one.lease_token, "third")], durable=False)
+    assert [o.outcome for o in no_wait] == ["logged"]
 
     assert await call("complete_job", one.job_id, one.lease_token, {"ok": True}) == "succeeded"
     with pytest.raises(LeaseLostError):

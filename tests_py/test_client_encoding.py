@@ -12,7 +12,7 @@ from uuid import UUID, uuid4
 
 import psycopg
 
-from pgrun.client import Client, _UuidArray, _uuids
+from pgrun.client import Client, LogLine, _UuidArray, _uuids
 from pgrun.results import JsonText
 
 EDGE_IDS = [
@@ -116,3 +116,19 @@ def test_results_given_as_json_text_are_stored_as_the_values_they_write(db: str)
             ([c.job_id for c in claimed],),
         ).fetchall()
     assert rows == [(v is None, v) for v in values]
+
+
+def test_log_lines_sent_without_waiting_for_the_flush_leave_the_session_as_it_was(db: str) -> None:
+    """append_job_logs(durable=False) sets synchronous_commit off for its own transaction only:
+    the next call on the same connection commits durably again."""
+    with Client.connect(db, max_size=1) as client:
+        client.enqueue_jobs([{"job_type": "encode.logs"}])
+        (job,) = client.claim_jobs("w-logs")
+        with client.pool.connection() as conn:  # the one connection; the test server's default is off
+            conn.execute("SET synchronous_commit = on")
+            conn.commit()
+        outcomes = client.append_job_logs([LogLine(job.job_id, job.lease_token, "no wait")], durable=False)
+        assert [o.outcome for o in outcomes] == ["logged"]
+        with client.pool.connection() as conn:
+            row = conn.execute("SHOW synchronous_commit").fetchone()
+    assert row == ("on",)

@@ -821,9 +821,10 @@ def test_log_lines_are_written_in_batches_before_their_jobs_outcomes(
     append_job_logs = AsyncClient.append_job_logs
     complete_jobs = AsyncClient.complete_jobs
 
-    async def noting_logs(self: AsyncClient, lines: Any) -> Any:
+    async def noting_logs(self: AsyncClient, lines: Any, **options: Any) -> Any:
         calls.append(("logs", len(lines)))
-        return await append_job_logs(self, lines)
+        assert options == {"durable": False}  # the outcomes' durable commit flushes them
+        return await append_job_logs(self, lines, **options)
 
     async def noting_completions(self: AsyncClient, triples: Any, **options: Any) -> Any:
         calls.append(("complete", len(triples)))
@@ -874,11 +875,11 @@ def test_log_lines_a_write_could_not_send_are_sent_again_before_the_outcome(
     append_job_logs = AsyncClient.append_job_logs
     failed: list[int] = []
 
-    async def once_down(self: AsyncClient, lines: Any) -> Any:
+    async def once_down(self: AsyncClient, lines: Any, **options: Any) -> Any:
         if not failed:
             failed.append(len(lines))
             raise psycopg.OperationalError("server closed the connection unexpectedly")
-        return await append_job_logs(self, lines)
+        return await append_job_logs(self, lines, **options)
 
     monkeypatch.setattr(AsyncClient, "append_job_logs", once_down)
     app = App()

@@ -572,7 +572,7 @@ def _append_job_log(
     return _scalar(q.APPEND_JOB_LOG, params)
 
 
-def _append_job_logs(lines: Sequence[LogLine]) -> Call[list[LogOutcome]]:
+def _append_job_logs(lines: Sequence[LogLine], *, durable: bool = True) -> Call[list[LogOutcome]]:
     fields = [None if line.fields is None else Jsonb(line.fields) for line in lines]
     params: dict[str, Any] = dict(
         job_ids=_uuids([line.job_id for line in lines]),
@@ -581,7 +581,7 @@ def _append_job_logs(lines: Sequence[LogLine]) -> Call[list[LogOutcome]]:
         levels=[line.level for line in lines],
         fields=None if all(f is None for f in fields) else fields,
     )
-    return _all(q.APPEND_JOB_LOGS, params, LogOutcome)
+    return _all(q.APPEND_JOB_LOGS if durable else q.APPEND_JOB_LOGS_NO_WAIT, params, LogOutcome)
 
 
 def _cancel_job(job_id: Id, *, reason: str | None, organization_id: Id | None) -> Call[str]:
@@ -1053,10 +1053,13 @@ class Client:
         """
         return self._run(_append_job_log(job_id, lease_token, message, level=level, fields=fields))
 
-    def append_job_logs(self, lines: Sequence[LogLine]) -> list[LogOutcome]:
+    def append_job_logs(self, lines: Sequence[LogLine], *, durable: bool = True) -> list[LogOutcome]:
         """Append many log lines in one statement (pgrun.append_job_logs); one outcome per line,
-        in order: logged, counted (the attempt holds its 1000 lines), lease_lost or invalid."""
-        return self._run(_append_job_logs(lines))
+        in order: logged, counted (the attempt holds its 1000 lines), lease_lost or invalid.
+        ``durable=False``: the call's commit does not wait for the WAL flush (the lines are
+        durable once a later durable commit of the server is: the worker writes its outcomes
+        right after them; a server crash before that may lose them)."""
+        return self._run(_append_job_logs(lines, durable=durable))
 
     def cancel_job(self, job_id: Id, *, reason: str | None = None, organization_id: Id | None = None) -> str:
         """Cancel a job (pgrun.cancel_job); returns cancelled or cancel_requested."""
@@ -1567,10 +1570,13 @@ class AsyncClient:
         """
         return await self._run(_append_job_log(job_id, lease_token, message, level=level, fields=fields))
 
-    async def append_job_logs(self, lines: Sequence[LogLine]) -> list[LogOutcome]:
+    async def append_job_logs(self, lines: Sequence[LogLine], *, durable: bool = True) -> list[LogOutcome]:
         """Append many log lines in one statement (pgrun.append_job_logs); one outcome per line,
-        in order: logged, counted (the attempt holds its 1000 lines), lease_lost or invalid."""
-        return await self._run(_append_job_logs(lines))
+        in order: logged, counted (the attempt holds its 1000 lines), lease_lost or invalid.
+        ``durable=False``: the call's commit does not wait for the WAL flush (the lines are
+        durable once a later durable commit of the server is: the worker writes its outcomes
+        right after them; a server crash before that may lose them)."""
+        return await self._run(_append_job_logs(lines, durable=durable))
 
     async def cancel_job(
         self, job_id: Id, *, reason: str | None = None, organization_id: Id | None = None

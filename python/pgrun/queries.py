@@ -142,6 +142,21 @@ SELECT job_id, log_id, outcome FROM pgrun.append_job_logs(
     fields => %(fields)s::jsonb[])
 """
 
+# The same, its transaction committed without waiting for the WAL flush: set_config local to
+# the transaction (nothing outlives it, whatever pooler is between). The lines are durable once
+# a later durable commit of the server is (the WAL is flushed in order), such as the outcomes
+# the worker writes right after them.
+APPEND_JOB_LOGS_NO_WAIT: Final = """
+SELECT l.job_id, l.log_id, l.outcome
+FROM (SELECT pg_catalog.set_config('synchronous_commit', 'off', true)) AS no_wait,
+    pgrun.append_job_logs(
+        job_ids => %(job_ids)s::uuid[],
+        lease_tokens => %(lease_tokens)s::uuid[],
+        messages => %(messages)s::text[],
+        levels => %(levels)s::text[],
+        fields => %(fields)s::jsonb[]) AS l
+"""
+
 # -- jobs: operators ------------------------------------------------------------------
 
 CANCEL_JOB: Final = """

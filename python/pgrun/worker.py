@@ -900,7 +900,10 @@ class Worker:
         for start in range(0, len(lines), LOG_LINES_MAX):
             chunk = lines[start : start + LOG_LINES_MAX]
             try:
-                answers = await self._writes.append_job_logs(chunk)
+                # Not waiting for the WAL flush: the outcomes written next are durable commits,
+                # and the WAL is flushed in order (a server crash before them loses the attempt
+                # as well; lines of a job still running are flushed by the next one).
+                answers = await self._writes.append_job_logs(chunk, durable=False)
             except Exception as exc:
                 if _transient(exc):
                     log.warning("writing %d log line(s) failed (%s); retrying", len(lines) - start, exc)
