@@ -133,29 +133,23 @@ SELECT pgrun.append_job_log(
     fields => %(fields)s::jsonb)
 """
 
-APPEND_JOB_LOGS: Final = """
-SELECT job_id, log_id, outcome FROM pgrun.append_job_logs(
+_APPEND_JOB_LOGS_CALL: Final = """pgrun.append_job_logs(
     job_ids => %(job_ids)s::uuid[],
     lease_tokens => %(lease_tokens)s::uuid[],
     messages => %(messages)s::text[],
     levels => %(levels)s::text[],
-    fields => %(fields)s::jsonb[])
-"""
+    fields => %(fields)s::jsonb[])"""
+
+APPEND_JOB_LOGS: Final = f"SELECT l.job_id, l.log_id, l.outcome FROM {_APPEND_JOB_LOGS_CALL} AS l"
 
 # The same, its transaction committed without waiting for the WAL flush: set_config local to
 # the transaction (nothing outlives it, whatever pooler is between). The lines are durable once
 # a later durable commit of the server is (the WAL is flushed in order), such as the outcomes
 # the worker writes right after them.
-APPEND_JOB_LOGS_NO_WAIT: Final = """
-SELECT l.job_id, l.log_id, l.outcome
-FROM (SELECT pg_catalog.set_config('synchronous_commit', 'off', true)) AS no_wait,
-    pgrun.append_job_logs(
-        job_ids => %(job_ids)s::uuid[],
-        lease_tokens => %(lease_tokens)s::uuid[],
-        messages => %(messages)s::text[],
-        levels => %(levels)s::text[],
-        fields => %(fields)s::jsonb[]) AS l
-"""
+APPEND_JOB_LOGS_NO_WAIT: Final = (
+    f"{APPEND_JOB_LOGS}\n"
+    "CROSS JOIN (SELECT pg_catalog.set_config('synchronous_commit', 'off', true)) AS no_wait"
+)
 
 # -- jobs: operators ------------------------------------------------------------------
 
