@@ -174,6 +174,40 @@ COMMENT ON FUNCTION pgrun.report_progress(uuid, uuid, jsonb) IS
 'Errors: job.lease_lost (RQ004: unknown job, token mismatch, not running or lease expired; nothing is '
 'written), job.invalid_argument, job.invalid_progress (RQ003).';
 
+-- _log_entry_problem(level, fields): THE rule for a log line's level and fields, which
+-- append_job_log refuses with job.invalid_log_entry and append_job_logs marks a line invalid
+-- for: what is wrong with them (the error's message), NULL when they are taken. level is
+-- debug, info, warning or error (the callers have made a NULL level info); fields is NULL or
+-- a JSON object of at most 64 KiB, nested at most 100 levels. SQL, inlined into the caller's
+-- expression.
+
+CREATE OR REPLACE FUNCTION pgrun._log_entry_problem(p_level text, p_fields jsonb)
+RETURNS text
+LANGUAGE sql
+STABLE
+PARALLEL SAFE
+AS $$
+    SELECT CASE
+        WHEN p_level IS NULL OR NOT p_level OPERATOR(pg_catalog.=) ANY ('{debug,info,warning,error}'::text[])
+            THEN pg_catalog.format('level %s is not one of debug, info, warning, error', pgrun._shown(p_level))
+        WHEN p_fields IS NULL
+            THEN NULL
+        WHEN pg_catalog.jsonb_typeof(p_fields) OPERATOR(pg_catalog.<>) 'object'
+            THEN pg_catalog.format('fields is a JSON %s, not an object', pg_catalog.jsonb_typeof(p_fields))
+        WHEN pg_catalog.octet_length(p_fields::text) OPERATOR(pg_catalog.>) 65536
+            THEN pg_catalog.format('fields is %s bytes (at most 65536)', pg_catalog.octet_length(p_fields::text))
+        WHEN NOT pgrun._json_depth_ok(p_fields)
+            THEN 'fields is nested more than 100 levels deep (arrays and objects)'
+    END
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._log_entry_problem(text, jsonb) FROM public;
+
+COMMENT ON FUNCTION pgrun._log_entry_problem(text, jsonb) IS
+'Private: what is wrong with a log line''s level and fields (NULL when append_job_log and '
+'append_job_logs take them): level one of debug, info, warning, error; fields NULL or a JSON object of '
+'at most 64 KiB, nested at most 100 levels.';
+
 CREATE OR REPLACE FUNCTION pgrun.append_job_log(
     job_id uuid,
     lease_token uuid,
@@ -194,6 +228,7 @@ DECLARE
     v_log_id bigint;
     v_attempt integer;
     v_keep boolean;
+    v_problem text;
 BEGIN
     IF append_job_log.job_id IS NULL OR append_job_log.lease_token IS NULL OR append_job_log.message IS NULL THEN
         PERFORM pgrun._raise(
@@ -202,21 +237,11 @@ BEGIN
             'Pass the job_id and lease_token claim_jobs returned, and a message.'
         );
     END IF;
-    IF v_level NOT IN ('debug', 'info', 'warning', 'error')
-        OR jsonb_typeof(append_job_log.fields) <> 'object'
-        OR octet_length(append_job_log.fields::text) > 65536
-        OR NOT pgrun._json_depth_ok(append_job_log.fields) THEN
+    v_problem := pgrun._log_entry_problem(v_level, append_job_log.fields);
+    IF v_problem IS NOT NULL THEN
         PERFORM pgrun._raise(
             'job.invalid_log_entry',
-            CASE
-                WHEN v_level NOT IN ('debug', 'info', 'warning', 'error')
-                    THEN format('level %s is not one of debug, info, warning, error', pgrun._shown(v_level))
-                WHEN jsonb_typeof(append_job_log.fields) <> 'object'
-                    THEN 'fields is a JSON ' || jsonb_typeof(append_job_log.fields) || ', not an object'
-                WHEN octet_length(append_job_log.fields::text) > 65536
-                    THEN format('fields is %s bytes (at most 65536)', octet_length(append_job_log.fields::text))
-                ELSE 'fields is nested more than 100 levels deep (arrays and objects)'
-            END,
+            v_problem,
             'level is debug, info (the default), warning or error; fields is NULL or a JSON '
                 'object of at most 64 KiB, nested at most 100 levels.'
         );
@@ -369,13 +394,9 @@ BEGIN
     SELECT
         array_agg(l.attempt ORDER BY u.n),
         array_agg(
-            coalesce(append_job_logs.levels[u.n], 'info') IN ('debug', 'info', 'warning', 'error')
-            AND (
-                append_job_logs.fields[u.n] IS NULL
-                OR jsonb_typeof(append_job_logs.fields[u.n]) = 'object'
-                AND octet_length(append_job_logs.fields[u.n]::text) <= 65536
-                AND pgrun._json_depth_ok(append_job_logs.fields[u.n])
-            )
+            pgrun._log_entry_problem(
+                coalesce(append_job_logs.levels[u.n], 'info'), append_job_logs.fields[u.n]
+            ) IS NULL
             ORDER BY u.n
         )
     INTO v_line_attempts, v_valid
