@@ -104,7 +104,8 @@ class LogLine:
     lease_token: Id
     message: str
     level: str = "info"
-    fields: JsonObject | None = None
+    #: A JSON object, or its text as a JsonText (the worker's, dumped by its check)
+    fields: JsonObject | JsonText | None = None
 
 
 @contextmanager
@@ -120,7 +121,10 @@ def _pgrun_errors() -> Iterator[None]:
 
 
 def _json(value: Any) -> Jsonb | None:
-    return None if value is None else Jsonb(value)
+    """A JSON argument: None stays SQL NULL, a JsonText goes as the text it is."""
+    if value is None:
+        return None
+    return Jsonb(value, dumps=str) if isinstance(value, JsonText) else Jsonb(value)
 
 
 def _json_values(values: list[Json]) -> Jsonb | None:
@@ -573,7 +577,7 @@ def _append_job_log(
 
 
 def _append_job_logs(lines: Sequence[LogLine], *, durable: bool = True) -> Call[list[LogOutcome]]:
-    fields = [None if line.fields is None else Jsonb(line.fields) for line in lines]
+    fields = [_json(line.fields) for line in lines]
     params: dict[str, Any] = dict(
         job_ids=_uuids([line.job_id for line in lines]),
         lease_tokens=_uuids([line.lease_token for line in lines]),

@@ -814,12 +814,12 @@ class Worker:
         take (a level or fields it refuses, a lease lost meanwhile) is dropped with a warning
         in the worker's log (``_write_log_lines``). On the loop's thread (a sync handler's
         context hands it over with ``call_soon_threadsafe``)."""
-        problem = None if fields is None else _json_problem(fields)
+        problem, text = _json_checked(fields)
         if problem is not None:
             log.warning("job %s (%s): log line dropped, its fields: %s", job.job_id, job.job_type, problem)
             self._metrics.log_lines({"dropped": 1})
             return
-        self._log_lines.append(LogLine(job.job_id, job.lease_token, _as_text(message), level, fields))
+        self._log_lines.append(LogLine(job.job_id, job.lease_token, _as_text(message), level, text))
         self._buffered.set()
 
     def log_room(self) -> bool:
