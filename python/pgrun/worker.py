@@ -920,13 +920,12 @@ class Worker:
                 continue
             outcomes = Counter(a.outcome for a in answers)
             self._metrics.log_lines(outcomes)
-            refused = {k: n for k, n in outcomes.items() if k not in ("logged", "counted")}
-            if refused.get("invalid"):
+            if outcomes["invalid"]:
                 log.warning(
-                    "%d log line(s) dropped: a level or fields the server refuses", refused["invalid"]
+                    "%d log line(s) dropped: a level or fields the server refuses", outcomes["invalid"]
                 )
-            if refused.get("lease_lost"):
-                log.debug("%d log line(s) of jobs no longer held dropped", refused["lease_lost"])
+            if outcomes["lease_lost"]:
+                log.debug("%d log line(s) of jobs no longer held dropped", outcomes["lease_lost"])
         return True
 
     async def _write(self, batch: list[_Outcome]) -> _Pending:
