@@ -132,3 +132,38 @@ def test_log_lines_sent_without_waiting_for_the_flush_leave_the_session_as_it_wa
         with client.pool.connection() as conn:
             row = conn.execute("SHOW synchronous_commit").fetchone()
     assert row == ("on",)
+
+
+def test_log_lines_fields_and_levels_arrive_as_given_and_only_lines_not_logged_come_back(db: str) -> None:
+    """A batch of log lines sends its fields as one JSON array: objects, JsonText and None
+    (no fields) side by side arrive line for line, in order; levels all info go as NULL (the
+    function's default), mixed ones as given. With logged_rows=False only the lines not logged
+    come back, in input order (here a refused level and a lost lease)."""
+    fields: list[Any] = [{"n": 1, "s": 'a "quoted" \\ value'}, JsonText('{"é": [1, 2]}'), None, {}]
+    with Client.connect(db) as client, psycopg.connect(db) as conn:
+        client.enqueue_jobs([{"job_type": "encode.logs"} for _ in range(2)])
+        held, lost = client.claim_jobs("w-logs", max_jobs=2)
+        lines = [LogLine(held.job_id, held.lease_token, f"line {n}", fields=f) for n, f in enumerate(fields)]
+        assert [o.outcome for o in client.append_job_logs(lines, logged_rows=False)] == []
+        mixed = [
+            LogLine(held.job_id, held.lease_token, "warned", level="warning", fields={"k": 1}),
+            LogLine(held.job_id, held.lease_token, "loud", level="loud"),
+            LogLine(lost.job_id, uuid4(), "not held"),
+            LogLine(held.job_id, held.lease_token, "debugged", level="debug"),
+        ]
+        answers = client.append_job_logs(mixed, logged_rows=False)
+        assert [(a.job_id, a.outcome) for a in answers] == [
+            (held.job_id, "invalid"),
+            (lost.job_id, "lease_lost"),
+        ]
+        rows = conn.execute(
+            "SELECT message, level, fields FROM pgrun.job_logs WHERE job_id = %s ORDER BY id", (held.job_id,)
+        ).fetchall()
+    assert rows == [
+        ("line 0", "info", {"n": 1, "s": 'a "quoted" \\ value'}),
+        ("line 1", "info", {"é": [1, 2]}),
+        ("line 2", "info", None),
+        ("line 3", "info", {}),
+        ("warned", "warning", {"k": 1}),
+        ("debugged", "debug", None),
+    ]

@@ -576,14 +576,17 @@ def _append_job_log(
     return _scalar(q.APPEND_JOB_LOG, params)
 
 
-def _append_job_logs(lines: Sequence[LogLine], *, durable: bool = True) -> Call[list[LogOutcome]]:
-    fields = [_json(line.fields) for line in lines]
+def _append_job_logs(
+    lines: Sequence[LogLine], *, durable: bool = True, logged_rows: bool = True
+) -> Call[list[LogOutcome]]:
+    levels = [line.level for line in lines]
     params: dict[str, Any] = dict(
         job_ids=_uuids([line.job_id for line in lines]),
         lease_tokens=_uuids([line.lease_token for line in lines]),
         messages=[line.message for line in lines],
-        levels=[line.level for line in lines],
-        fields=None if all(f is None for f in fields) else fields,
+        levels=None if all(level == "info" for level in levels) else levels,  # NULL: every one info
+        fields=_json_values([line.fields for line in lines]),
+        logged_rows=logged_rows,
     )
     return _all(q.APPEND_JOB_LOGS if durable else q.APPEND_JOB_LOGS_NO_WAIT, params, LogOutcome)
 
@@ -1057,13 +1060,16 @@ class Client:
         """
         return self._run(_append_job_log(job_id, lease_token, message, level=level, fields=fields))
 
-    def append_job_logs(self, lines: Sequence[LogLine], *, durable: bool = True) -> list[LogOutcome]:
+    def append_job_logs(
+        self, lines: Sequence[LogLine], *, durable: bool = True, logged_rows: bool = True
+    ) -> list[LogOutcome]:
         """Append many log lines in one statement (pgrun.append_job_logs); one outcome per line,
         in order: logged, counted (the attempt holds its 1000 lines), lease_lost or invalid.
         ``durable=False``: the call's commit does not wait for the WAL flush (the lines are
         durable once a later durable commit of the server is: the worker writes its outcomes
-        right after them; a server crash before that may lose them)."""
-        return self._run(_append_job_logs(lines, durable=durable))
+        right after them; a server crash before that may lose them). With ``logged_rows=False``
+        only the lines whose outcome is not logged come back."""
+        return self._run(_append_job_logs(lines, durable=durable, logged_rows=logged_rows))
 
     def cancel_job(self, job_id: Id, *, reason: str | None = None, organization_id: Id | None = None) -> str:
         """Cancel a job (pgrun.cancel_job); returns cancelled or cancel_requested."""
@@ -1574,13 +1580,16 @@ class AsyncClient:
         """
         return await self._run(_append_job_log(job_id, lease_token, message, level=level, fields=fields))
 
-    async def append_job_logs(self, lines: Sequence[LogLine], *, durable: bool = True) -> list[LogOutcome]:
+    async def append_job_logs(
+        self, lines: Sequence[LogLine], *, durable: bool = True, logged_rows: bool = True
+    ) -> list[LogOutcome]:
         """Append many log lines in one statement (pgrun.append_job_logs); one outcome per line,
         in order: logged, counted (the attempt holds its 1000 lines), lease_lost or invalid.
         ``durable=False``: the call's commit does not wait for the WAL flush (the lines are
         durable once a later durable commit of the server is: the worker writes its outcomes
-        right after them; a server crash before that may lose them)."""
-        return await self._run(_append_job_logs(lines, durable=durable))
+        right after them; a server crash before that may lose them). With ``logged_rows=False``
+        only the lines whose outcome is not logged come back."""
+        return await self._run(_append_job_logs(lines, durable=durable, logged_rows=logged_rows))
 
     async def cancel_job(
         self, job_id: Id, *, reason: str | None = None, organization_id: Id | None = None

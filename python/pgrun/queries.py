@@ -138,17 +138,27 @@ _APPEND_JOB_LOGS_CALL: Final = """pgrun.append_job_logs(
     lease_tokens => %(lease_tokens)s::uuid[],
     messages => %(messages)s::text[],
     levels => %(levels)s::text[],
-    fields => %(fields)s::jsonb[])"""
+    fields => CASE WHEN %(fields)s::jsonb IS NOT NULL THEN ARRAY(
+        SELECT nullif(e.f, 'null') FROM jsonb_array_elements(%(fields)s::jsonb) WITH ORDINALITY AS e (f, n)
+        ORDER BY e.n) END)"""
 
-APPEND_JOB_LOGS: Final = f"SELECT l.job_id, l.log_id, l.outcome FROM {_APPEND_JOB_LOGS_CALL} AS l"
+# The lines' fields go as one JSON array (a jsonb[] parameter dumps each object and escapes it
+# as an array element: ~3 us a line in the client, against ~0.1); with logged_rows false only
+# the lines not logged come back (a worker counts the rest).
+_APPEND_JOB_LOGS_ROWS: Final = "WHERE %(logged_rows)s::boolean OR l.outcome <> 'logged'"
+
+APPEND_JOB_LOGS: Final = (
+    f"SELECT l.job_id, l.log_id, l.outcome FROM {_APPEND_JOB_LOGS_CALL} AS l\n{_APPEND_JOB_LOGS_ROWS}"
+)
 
 # The same, its transaction committed without waiting for the WAL flush: set_config local to
 # the transaction (nothing outlives it, whatever pooler is between). The lines are durable once
 # a later durable commit of the server is (the WAL is flushed in order), such as the outcomes
 # the worker writes right after them.
 APPEND_JOB_LOGS_NO_WAIT: Final = (
-    f"{APPEND_JOB_LOGS}\n"
-    "CROSS JOIN (SELECT pg_catalog.set_config('synchronous_commit', 'off', true)) AS no_wait"
+    f"SELECT l.job_id, l.log_id, l.outcome FROM {_APPEND_JOB_LOGS_CALL} AS l\n"
+    "CROSS JOIN (SELECT pg_catalog.set_config('synchronous_commit', 'off', true)) AS no_wait\n"
+    f"{_APPEND_JOB_LOGS_ROWS}"
 )
 
 # -- jobs: operators ------------------------------------------------------------------

@@ -903,7 +903,8 @@ class Worker:
                 # Not waiting for the WAL flush: the outcomes written next are durable commits,
                 # and the WAL is flushed in order (a server crash before them loses the attempt
                 # as well; lines of a job still running are flushed by the next one).
-                answers = await self._writes.append_job_logs(chunk, durable=False)
+                # Only the lines not logged come back: the others are counted, not read.
+                answers = await self._writes.append_job_logs(chunk, durable=False, logged_rows=False)
             except Exception as exc:
                 if _transient(exc):
                     log.warning("writing %d log line(s) failed (%s); retrying", len(lines) - start, exc)
@@ -919,6 +920,7 @@ class Worker:
                 self._metrics.log_lines({"dropped": len(chunk)})
                 continue
             outcomes = Counter(a.outcome for a in answers)
+            outcomes["logged"] = len(chunk) - len(answers)
             self._metrics.log_lines(outcomes)
             if outcomes["invalid"]:
                 log.warning(
