@@ -171,6 +171,9 @@ MAX_TIMEOUTS = 5
 _TRANSIENT_STATES = frozenset({"55P03"})
 # A NUL escape in JSON text: an odd number of backslashes before u0000.
 _NUL_ESCAPE = re.compile(r"(\\+)u0000")
+#: json.dumps with these options, built once: json.dumps builds an encoder per call when given
+#: options (~0.8 us of its ~2.2 for a small object, on every result and log line checked).
+_JSON_ENCODER = json.JSONEncoder(allow_nan=False, ensure_ascii=False)
 
 
 @dataclass
@@ -1556,7 +1559,7 @@ def _json_checked(value: Any) -> tuple[str | None, JsonText | None]:
     if value is None:
         return None, None
     try:
-        text = json.dumps(value, allow_nan=False, ensure_ascii=False)
+        text = _JSON_ENCODER.encode(value)
     except ValueError as exc:
         if "Out of range float" in str(exc):
             return "a number is NaN or infinite, which JSON cannot hold", None
