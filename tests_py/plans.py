@@ -9,9 +9,12 @@ from typing import Any
 import psycopg
 
 
-def statement_plans(dsn: str, call: str, params: tuple[Any, ...]) -> list[dict[str, Any]]:
+def statement_plans(
+    dsn: str, call: str, params: tuple[Any, ...], *, analyze: bool = False
+) -> list[dict[str, Any]]:
     """auto_explain's JSON document (``Query Text``, ``Plan``) of every statement ``call`` runs,
-    nested ones included; the call is rolled back."""
+    nested ones included; the call is rolled back. ``analyze``: with each node's actual rows,
+    loops and the rows its filters removed (no timing)."""
     notices: list[str] = []
     with psycopg.connect(dsn) as conn:
         conn.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
@@ -21,6 +24,8 @@ def statement_plans(dsn: str, call: str, params: tuple[Any, ...]) -> list[dict[s
             ("auto_explain.log_nested_statements", "on"),
             ("auto_explain.log_level", "notice"),
             ("auto_explain.log_format", "json"),
+            ("auto_explain.log_analyze", "on" if analyze else "off"),
+            ("auto_explain.log_timing", "off"),
         ):
             conn.execute("SELECT set_config(%s, %s, true)", (setting, value))
         conn.execute(call, params)

@@ -179,3 +179,67 @@ def test_workflow_transitions_look_steps_and_edges_up_by_key(loaded: dict[str, A
             assert seen == set(TABLES), (name, seen)
     found = [f"{name}: {b}" for name, bad in failures.items() for b in bad]
     assert not found, f"with {stats}:\n" + "\n".join(found)
+
+
+BATCH = 300  # chain steps of as many runs, completed in one call
+RUNNING = 1_000  # other running runs: a walk of every running run reads them
+
+
+def _nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield node
+    for child in node.get("Plans", []):
+        yield from _nodes(child)
+
+
+@pytest.mark.parametrize("stats", ["fresh statistics", "statistics of empty tables"])
+def test_a_batch_of_many_runs_steps_settles_each_run_step_and_edge_once(db: str, stats: str) -> None:
+    """complete_jobs of BATCH first steps of as many chains (each completion resolves an edge,
+    releases the next step with its payload, and settles its run), beside RUNNING other runs:
+    the work grows with the batch, not with its square nor with the running runs. No join
+    compares more pairs than the batch holds (a join of two CTEs, or of every running run with
+    the batch's runs, compared them all: 39,800 and 139,900 pairs at 200 steps); no scan of a
+    workflow table reads more than two rows a step; the edges are read twice a step (resolved,
+    then read into the payload once, not once per use of it)."""
+    tables = ", ".join(f"pgrun.{t}" for t in (*TABLES, "workflow_runs", "jobs"))
+    with psycopg.connect(db, autocommit=True) as conn:
+        if stats == "statistics of empty tables":
+            conn.execute(f"ANALYZE {tables}")
+            for table in (*TABLES, "workflow_runs", "jobs"):
+                conn.execute(f"ALTER TABLE pgrun.{table} SET (autovacuum_enabled = false)")
+        for n in range(RUNNING):
+            _enqueue(conn, f"other-{n}", [_step("root", "plan.other")])
+        chain = [
+            _step("c0", "plan.chain"),
+            _step("c1", "plan.chain", ["c0"]),
+            _step("c2", "plan.chain", ["c1"]),
+        ]
+        for n in range(BATCH):
+            _enqueue(conn, f"chain-{n}", chain)
+        roots = conn.execute(
+            "SELECT job_id, lease_token FROM pgrun.claim_jobs('me', 3600, %s, NULL, ARRAY['plan.chain'])",
+            (BATCH,),
+        ).fetchall()
+        assert len(roots) == BATCH
+        if stats == "fresh statistics":
+            conn.execute(f"ANALYZE {tables}")
+    plans = statement_plans(
+        db,
+        "SELECT count(*) FROM pgrun.complete_jobs(%s::uuid[], %s::uuid[])",
+        ([r[0] for r in roots], [r[1] for r in roots]),
+        analyze=True,
+    )
+    pairs, wide, edges = [], [], 0
+    for plan in plans:
+        text = " ".join(plan["Query Text"].split())[:160]
+        for node in _nodes(plan["Plan"]):
+            if node.get("Rows Removed by Join Filter", 0) > BATCH:
+                pairs.append(f"{node['Rows Removed by Join Filter']} pairs in: {text}")
+            if node.get("Relation Name") in (*TABLES, "workflow_runs") and "Scan" in node["Node Type"]:
+                read = node["Actual Rows"] * node["Actual Loops"] + node.get("Rows Removed by Filter", 0)
+                if read > 2 * BATCH:
+                    wide.append(f"{node['Node Type']} on {node['Relation Name']} read {read} in: {text}")
+                if node["Relation Name"] == "workflow_step_dependencies":
+                    edges += node["Actual Rows"] * node["Actual Loops"]
+    assert not pairs, f"with {stats}:\n" + "\n".join(pairs)
+    assert not wide, f"with {stats}:\n" + "\n".join(wide)
+    assert edges == 2 * BATCH, f"with {stats}: {edges} edge rows read for {BATCH} steps"

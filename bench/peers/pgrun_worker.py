@@ -14,7 +14,9 @@ table; `BENCH_SYNC_HANDLER=1` makes the no-op handler a plain function (sync han
 worker's handler threads); `BENCH_HANDLER_RESULT=1` has the (async) handler return a small
 object (`{"n": ..., "ok": true}`), stored as the job's result; `BENCH_HANDLER_LOG=1` has it (sync or
 async) log one line (`ctx.log`) a job; `BENCH_HANDLER_FAIL=1` has the async one raise
-`Fail(retryable=False)` (every job ends dead).
+`Fail(retryable=False)` (every job ends dead); `BENCH_WORKFLOW_STEPS=N` enqueues the jobs as
+workflow runs of N steps in a chain (one `enqueue_workflow` call a run; each completion but a
+run's last releases its next step).
 Delayed: the same worker, `JOBS_POLL_INTERVAL_MS` = `--poll-s` (60 s, the largest the setting
 allows; default 1 s), so a job that starts on time was started by the worker's timer for its due
 time (the enqueue's NOTIFY carries it); single delayed enqueue `AsyncClient.enqueue_job(run_at=)`,
@@ -107,7 +109,16 @@ def run_worker(
 async def throughput(args: Any) -> dict[str, Any]:
     with Client.connect(args.dsn) as client:
         t = time.perf_counter()
-        for first in range(0, args.jobs, 10_000):
+        steps = int(os.environ.get("BENCH_WORKFLOW_STEPS", "0") or 0)
+        if steps > 0:  # runs of chains: each job but the last of its run releases the next
+            for first in range(0, args.jobs, steps):
+                chain = [
+                    {"key": f"s{i}", "job_type": NOOP, "payload": {"n": first + i}}
+                    | ({"depends_on": [f"s{i - 1}"]} if i else {})
+                    for i in range(min(steps, args.jobs - first))
+                ]
+                client.enqueue_workflow({"steps": chain})
+        for first in range(0, args.jobs if steps <= 0 else 0, 10_000):
             count = min(10_000, args.jobs - first)
             client.enqueue_jobs([{"job_type": NOOP, "payload": {"n": first + i}} for i in range(count)])
         enqueue_s = time.perf_counter() - t
