@@ -4,6 +4,7 @@ stability tests."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import psycopg
@@ -37,3 +38,10 @@ def statement_plans(
             plans.append(json.loads(body))
     assert plans, "auto_explain reported no plan"
     return plans
+
+
+def plan_nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """A plan node and every node under it."""
+    yield node
+    for child in node.get("Plans", []):
+        yield from plan_nodes(child)

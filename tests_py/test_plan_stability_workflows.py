@@ -16,7 +16,7 @@ import psycopg
 import pytest
 from psycopg.types.json import Jsonb
 
-from plans import statement_plans
+from plans import plan_nodes, statement_plans
 
 PARTS = 2_000  # prerequisites of the fan-in step
 OTHER_RUNS = 100
@@ -185,12 +185,6 @@ BATCH = 300  # chain steps of as many runs, completed in one call
 RUNNING = 1_000  # other running runs: a walk of every running run reads them
 
 
-def _nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    yield node
-    for child in node.get("Plans", []):
-        yield from _nodes(child)
-
-
 @pytest.mark.parametrize("stats", ["fresh statistics", "statistics of empty tables"])
 def test_a_batch_of_many_runs_steps_settles_each_run_step_and_edge_once(db: str, stats: str) -> None:
     """complete_jobs of BATCH first steps of as many chains (each completion resolves an edge,
@@ -231,7 +225,7 @@ def test_a_batch_of_many_runs_steps_settles_each_run_step_and_edge_once(db: str,
     pairs, wide, edges = [], [], 0
     for plan in plans:
         text = " ".join(plan["Query Text"].split())[:160]
-        for node in _nodes(plan["Plan"]):
+        for node in plan_nodes(plan["Plan"]):
             if node.get("Rows Removed by Join Filter", 0) > BATCH:
                 pairs.append(f"{node['Rows Removed by Join Filter']} pairs in: {text}")
             if node.get("Relation Name") in (*TABLES, "workflow_runs") and "Scan" in node["Node Type"]:

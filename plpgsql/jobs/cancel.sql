@@ -71,6 +71,10 @@ CREATE OR REPLACE FUNCTION pgrun._job_cancel(
 )
 LANGUAGE plpgsql
 VOLATILE
+-- Each job by primary key whoever calls it, whatever the statistics (a table analyzed while
+-- small looks like one a Seq Scan reads at once).
+SET enable_seqscan = off
+SET enable_bitmapscan = off
 AS $$
 DECLARE
     v_now timestamptz := pgrun.now();
@@ -82,7 +86,10 @@ BEGIN
             cancel_reason = p_reason,
             finished_at = v_now,
             updated_at = v_now
-        WHERE j.id = ANY (p_job_ids) AND j.status = 'queued'
+        -- queued, spelt by the CHECK constraints (no end, no lease): a status test let the
+        -- planner, with statistics taken while few jobs were queued, read every queued job
+        -- (jobs_claim_idx) to find a run's few; each job is a primary-key lookup instead
+        WHERE j.id = ANY (p_job_ids) AND j.finished_at IS NULL AND j.lease_expires_at IS NULL
         RETURNING j.id, j.total_attempts
     ),
 
@@ -99,7 +106,8 @@ BEGIN
         SET cancel_requested_at = v_now,
             cancel_reason = p_reason,
             updated_at = v_now
-        WHERE j.id = ANY (p_job_ids) AND j.status = 'running' AND j.cancel_requested_at IS NULL
+        -- running, spelt likewise (jobs_lease_check), which jobs_lease_idx cannot serve
+        WHERE j.id = ANY (p_job_ids) AND j.lease_expires_at IS NOT NULL AND j.cancel_requested_at IS NULL
         RETURNING j.id, j.total_attempts, j.worker_id
     ),
 

@@ -81,14 +81,17 @@ BEGIN
             -- the step's delay (continue_job), else this call's, else the backoff
             coalesce(j.step_retry_delay, reap_expired_leases.retry_delay) AS retry_delay
         FROM pgrun.jobs AS j
-        WHERE j.id IN (
+        -- The candidates as an array, each then looked up by primary key; still expired,
+        -- spelt without the status (jobs_lease_check: running = a lease expiry), which
+        -- would let the planner walk jobs_lease_idx again and match each row against the
+        -- candidates (quadratic: 124,750 pairs for 500 expired leases).
+        WHERE j.id = ANY (ARRAY(
             SELECT x.id
             FROM pgrun.jobs AS x
             WHERE x.status = 'running' AND x.lease_expires_at <= v_now
             ORDER BY x.lease_expires_at
             LIMIT reap_expired_leases.max_jobs
-        )
-          AND j.status = 'running'
+        ))
           AND j.lease_expires_at <= v_now
         ORDER BY j.id
         FOR UPDATE OF j SKIP LOCKED

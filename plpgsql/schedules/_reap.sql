@@ -37,19 +37,24 @@ BEGIN
     WITH stale AS MATERIALIZED (
         SELECT j.id
         FROM pgrun.jobs AS j
-        INNER JOIN pgrun.job_schedules AS s ON s.id = j.schedule_id
-        WHERE j.id IN (
+        -- The candidates as an array, each looked up by primary key (as reap_expired_leases
+        -- takes them, and for the same reason), and each one's schedule by its key: a join
+        -- with job_schedules let the planner start from the forbidding schedules and read
+        -- every job they ever made (jobs_schedule_idx), on every pass of the reaper.
+        WHERE j.id = ANY (ARRAY(
             SELECT x.id
             FROM pgrun.jobs AS x
             WHERE x.status = 'running' AND x.lease_expires_at <= p_now
             ORDER BY x.lease_expires_at
             LIMIT p_max_jobs
-        )
-            AND j.status = 'running'
+        ))
             AND j.lease_expires_at <= p_now
-            AND j.schedule_id IS NOT NULL
             AND j.cancel_requested_at IS NULL
-            AND s.forbid_stale_reentry
+            -- (a job of no schedule finds none; "schedule_id IS NOT NULL" would let the planner
+            -- read every scheduled job on jobs_schedule_idx instead)
+            AND coalesce((
+                SELECT s.forbid_stale_reentry FROM pgrun.job_schedules AS s WHERE s.id = j.schedule_id
+            ), false)
         ORDER BY j.id
         FOR UPDATE OF j SKIP LOCKED
     ),
