@@ -11,7 +11,7 @@ from datetime import datetime
 import pytest
 
 from client_calls import Invoke, run_with_async_client, run_with_client
-from pgrun.client import Failure, LogLine
+from pgrun.client import Continuation, Failure, LogLine
 from pgrun.errors import LeaseLostError, NotFoundError
 
 
@@ -83,7 +83,22 @@ async def scenario(call: Invoke) -> None:
     # by default every job has its row, in order
     done = await call("complete_jobs", [(one.job_id, one.lease_token, None), (three.job_id, token, None)])
     assert [(o.job_id, o.outcome) for o in done] == [(one.job_id, "lease_lost"), (three.job_id, "lease_lost")]
-    dead = await call("fail_jobs", [Failure(two.job_id, again[two.job_id].lease_token, retryable=False)])
+    stepped = await call(
+        "continue_jobs",
+        [
+            Continuation(two.job_id, again[two.job_id].lease_token, "later", {"s": 2}, max_attempts=2),
+            Continuation(three.job_id, token, "never"),
+        ],
+    )
+    assert [(o.job_id, o.outcome, o.lost_reason) for o in stepped] == [
+        (two.job_id, "continued", None),
+        (three.job_id, "lease_lost", "not_running"),
+    ]
+    assert stepped[0].run_at is not None and stepped[1].run_at is None
+    second = await call("get_job", two.job_id)
+    assert (second["status"], second["step"], second["state"]) == ("queued", "later", {"s": 2})
+    (held_two,) = await call("claim_jobs", "w3", max_jobs=1, lease_seconds=60)
+    dead = await call("fail_jobs", [Failure(two.job_id, held_two.lease_token, retryable=False)])
     assert [o.outcome for o in dead] == ["dead"]
 
     assert isinstance(await call("requeue_job", two.job_id), datetime)

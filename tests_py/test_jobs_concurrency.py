@@ -457,11 +457,25 @@ def test_a_completion_that_waits_for_another_write_to_its_job_sees_that_write(
         assert status == (expected,)
 
 
-def test_a_completion_locks_its_batch_in_id_order_whatever_the_input_order(db: str) -> None:
-    """complete_jobs is one UPDATE; its plan (the input sorted by id, a nested loop over the
-    primary key) must lock the batch in id order, as every multi-row write does, or two writers
-    could deadlock. Given the jobs in reverse order while another session holds the lower id,
-    the completion waits for that one without holding the higher id."""
+@pytest.mark.parametrize(
+    ("write", "outcome"),
+    [
+        ("SELECT job_id, outcome FROM pgrun.complete_jobs(%s::uuid[], %s::uuid[])", "succeeded"),
+        (
+            "SELECT job_id, outcome FROM pgrun.continue_jobs(%s::uuid[], %s::uuid[], ARRAY['next', 'next'])",
+            "continued",
+        ),
+    ],
+    ids=["complete_jobs", "continue_jobs"],
+)
+def test_a_completion_locks_its_batch_in_id_order_whatever_the_input_order(
+    db: str, write: str, outcome: str
+) -> None:
+    """complete_jobs is one UPDATE, continue_jobs a lock of its batch then one; their plans (the
+    input sorted by id, a nested loop over the primary key) must lock the batch in id order, as
+    every multi-row write does, or two writers could deadlock. Given the jobs in reverse order
+    while another session holds the lower id, the write waits for that one without holding the
+    higher id."""
     bulk_enqueue(db, 2, job_type="race.order")
     with (
         connect(db) as setup,
@@ -481,10 +495,7 @@ def test_a_completion_locks_its_batch_in_id_order_whatever_the_input_order(db: s
         )
 
         def complete() -> list[tuple[Any, ...]]:
-            return completer.execute(
-                "SELECT job_id, outcome FROM pgrun.complete_jobs(%s::uuid[], %s::uuid[])",
-                ([high, low], [high_token, low_token]),
-            ).fetchall()
+            return completer.execute(write, ([high, low], [high_token, low_token])).fetchall()
 
         with blocked_call(setup, completer, complete) as completion:
             prober.execute("BEGIN")
@@ -492,12 +503,12 @@ def test_a_completion_locks_its_batch_in_id_order_whatever_the_input_order(db: s
             try:
                 prober.execute("SELECT 1 FROM pgrun.jobs WHERE id = %s FOR UPDATE NOWAIT", (high,))
             except psycopg.errors.LockNotAvailable:
-                pytest.fail("the completion locked the higher id before the lower one")
+                pytest.fail("the write locked the higher id before the lower one")
             finally:
                 prober.execute("ROLLBACK")
-                holder.execute("COMMIT")  # lets the completion finish, also when the test fails
+                holder.execute("COMMIT")  # lets the write finish, also when the test fails
 
-    assert completion.value == [(high, "succeeded"), (low, "succeeded")]
+    assert completion.value == [(high, outcome), (low, outcome)]
 
 
 SOAK_SECONDS = 3.0

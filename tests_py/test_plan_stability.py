@@ -64,6 +64,10 @@ CALLS = {
         "SELECT count(*) FROM pgrun.fail_jobs(%s::uuid[], %s::uuid[])",
         lambda ids, tokens: (ids, tokens),
     ),
+    "continue_jobs": (
+        "SELECT count(*) FROM pgrun.continue_jobs(%s::uuid[], %s::uuid[], %s::text[], %s::jsonb[])",
+        lambda ids, tokens: (ids, tokens, ["next"] * len(ids), [json.dumps({"n": 1})] * len(ids)),
+    ),
     "heartbeat_jobs": (
         "SELECT count(*) FROM pgrun.heartbeat_jobs('me', 600, %s::uuid[], %s::uuid[])",
         lambda ids, tokens: (ids, tokens),

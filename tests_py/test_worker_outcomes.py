@@ -366,9 +366,48 @@ def test_a_continue_the_server_cannot_store_fails_its_job(db: str) -> None:
         assert jobs[kind]["total_attempts"] == 1, kind
 
 
+def test_continuations_are_written_in_one_call_per_flush(db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Handlers that return Continue at once have their continuations written together, one
+    continue_jobs call (one durable commit) for the flush, never a continue_job call each; each
+    job then runs its next step with its own state and finishes."""
+    calls: list[tuple[str, int]] = []
+    continue_jobs = AsyncClient.continue_jobs
+
+    async def noting(self: AsyncClient, continuations: Any) -> Any:
+        calls.append(("continue_jobs", len(continuations)))
+        return await continue_jobs(self, continuations)
+
+    async def refused(self: AsyncClient, *args: Any, **kwargs: Any) -> Any:
+        calls.append(("continue_job", 1))
+        raise AssertionError("the worker writes continuations in batches")
+
+    monkeypatch.setattr(AsyncClient, "continue_jobs", noting)
+    monkeypatch.setattr(AsyncClient, "continue_job", refused)
+    gate = Gate(4)
+    app = App()
+
+    @app.job("t.two_steps")
+    async def two_steps(ctx: JobContext) -> Any:
+        if ctx.step is None:
+            await gate.wait()
+            return Continue("second", {"n": ctx.payload["n"]})
+        return {"second": ctx.state["n"]}
+
+    with Client.connect(db) as client:
+        ids = [client.enqueue_job("t.two_steps", {"n": n}).job_id for n in range(4)]
+        run_worker_until(app, fast_config(db, max_global_concurrency=4), lambda c: _done(c, ids))
+        jobs = [client.get_job(job_id) for job_id in ids]
+    assert [(job["status"], job["result"]) for job in jobs] == [
+        ("succeeded", {"second": n}) for n in range(4)
+    ]
+    assert calls == [("continue_jobs", 4)], calls  # four jobs' steps in one call
+    for job in jobs:
+        assert _outcomes(db, job["id"])["continued"] == 1
+
+
 def test_a_result_or_state_over_the_types_cap_fails_only_its_own_job(db: str) -> None:
-    """complete_jobs reports result_too_large (nothing stored) and the batch-mates are
-    written; continue_job refuses an oversized state: both jobs fail, not retried."""
+    """complete_jobs reports result_too_large and continue_jobs state_too_large (nothing
+    stored) and the batch-mates are written: both jobs fail, not retried."""
     gate = Gate(5)
     app = App()
 
@@ -399,7 +438,7 @@ def test_a_result_or_state_over_the_types_cap_fails_only_its_own_job(db: str) ->
         "state_too_large",
         1,
     )
-    assert "job.state_too_large" in big_state["error_message"]
+    assert "continue_jobs: state_too_large" in big_state["error_message"]
     assert big_state["state"] is None and big_state["step"] is None, "the refused state is not stored"
     for kind in ("small1", "small2", "small3"):
         assert (jobs[kind]["status"], jobs[kind]["result"]) == ("succeeded", {"small": kind})

@@ -16,7 +16,8 @@ object (`{"n": ..., "ok": true}`), stored as the job's result; `BENCH_HANDLER_LO
 async) log one line (`ctx.log`) a job; `BENCH_HANDLER_FAIL=1` has the async one raise
 `Fail(retryable=False)` (every job ends dead); `BENCH_WORKFLOW_STEPS=N` enqueues the jobs as
 workflow runs of N steps in a chain (one `enqueue_workflow` call a run; each completion but a
-run's last releases its next step).
+run's last releases its next step); `BENCH_HANDLER_CONTINUE=1` has each job's first run return
+`Continue("second", state=...)` and its second finish it (a job counts once, when it finishes).
 Delayed: the same worker, `JOBS_POLL_INTERVAL_MS` = `--poll-s` (60 s, the largest the setting
 allows; default 1 s), so a job that starts on time was started by the worker's timer for its due
 time (the enqueue's NOTIFY carries it); single delayed enqueue `AsyncClient.enqueue_job(run_at=)`,
@@ -61,7 +62,7 @@ from _common import (
 # and importing pgrun's worker modules (~25 ms) is not the worker's work (the peers' imports
 # happen before their clocks too)
 from pgrun import migrate
-from pgrun.app import App, Fail
+from pgrun.app import App, Continue, Fail
 from pgrun.client import AsyncClient, Client
 from pgrun.config import from_env
 from pgrun.runner import default_loops, pool_size, run_loops
@@ -148,12 +149,15 @@ async def throughput(args: Any) -> dict[str, Any]:
         result = os.environ.get("BENCH_HANDLER_RESULT", "0").strip() == "1"
         logs = os.environ.get("BENCH_HANDLER_LOG", "0").strip() == "1"
         fails = os.environ.get("BENCH_HANDLER_FAIL", "0").strip() == "1"
+        continues = os.environ.get("BENCH_HANDLER_CONTINUE", "0").strip() == "1"
 
         @app.job(NOOP)
         async def noop(ctx: Any) -> Any:
             nonlocal handled
             if logs:
                 await ctx.log("working", n=ctx.payload["n"])
+            if continues and ctx.step is None:  # a first step: the job runs again at "second"
+                return Continue("second", state={"n": ctx.payload["n"]})
             handled += 1
             if handled >= args.jobs:
                 stop.set()

@@ -75,6 +75,7 @@ AS $$
         ('fail_job', '{admin,worker}'),
         ('fail_jobs', '{admin,worker}'),
         ('continue_job', '{admin,worker}'),
+        ('continue_jobs', '{admin,worker}'),
         ('release_jobs', '{admin,worker}'),
         ('reap_expired_leases', '{admin,worker}'),
         ('claim_due_schedules', '{admin,worker}'),

@@ -97,6 +97,20 @@ class Failure:
 
 
 @dataclass(frozen=True)
+class Continuation:
+    """One element of continue_jobs: the job's next step, as continue_job takes it (state None
+    keeps the job's state)."""
+
+    job_id: Id
+    lease_token: Id
+    next_step: str
+    state: Json = None
+    delay: Seconds | None = None
+    max_attempts: int | None = None
+    retry_delay: Seconds | None = None
+
+
+@dataclass(frozen=True)
 class LogLine:
     """One element of append_job_logs: a line for the attempt the lease holds."""
 
@@ -560,6 +574,22 @@ def _continue_job(
         retry_delay=_interval(retry_delay),
     )
     return _one(q.CONTINUE_JOB, params, Outcome)
+
+
+def _continue_jobs(continuations: Sequence[Continuation]) -> Call[list[BatchOutcome]]:
+    def optional(values: list[Any]) -> list[Any] | None:
+        return None if all(v is None for v in values) else values
+
+    params: dict[str, Any] = dict(
+        job_ids=_uuids([c.job_id for c in continuations]),
+        lease_tokens=_uuids([c.lease_token for c in continuations]),
+        next_steps=[c.next_step for c in continuations],
+        states=_json_values([c.state for c in continuations]),
+        delays=optional([_interval(c.delay) for c in continuations]),
+        max_attempts=optional([c.max_attempts for c in continuations]),
+        retry_delays=optional([_interval(c.retry_delay) for c in continuations]),
+    )
+    return _all(q.CONTINUE_JOBS, params, BatchOutcome)
 
 
 def _report_progress(job_id: Id, lease_token: Id, progress: JsonObject) -> Call[bool]:
@@ -1040,6 +1070,11 @@ class Client:
                 retry_delay=retry_delay,
             )
         )
+
+    def continue_jobs(self, continuations: Sequence[Continuation]) -> list[BatchOutcome]:
+        """Continue a batch in one statement (pgrun.continue_jobs); one outcome per job, in
+        order: continued (with run_at), cancelled, lease_lost, state_too_large or state_invalid."""
+        return self._run(_continue_jobs(continuations))
 
     def report_progress(self, job_id: Id, lease_token: Id, progress: JsonObject) -> bool:
         """Store the job's progress (pgrun.report_progress); returns True when a cancel was requested."""
@@ -1560,6 +1595,11 @@ class AsyncClient:
                 retry_delay=retry_delay,
             )
         )
+
+    async def continue_jobs(self, continuations: Sequence[Continuation]) -> list[BatchOutcome]:
+        """Continue a batch in one statement (pgrun.continue_jobs); one outcome per job, in
+        order: continued (with run_at), cancelled, lease_lost, state_too_large or state_invalid."""
+        return await self._run(_continue_jobs(continuations))
 
     async def report_progress(self, job_id: Id, lease_token: Id, progress: JsonObject) -> bool:
         """Store the job's progress (pgrun.report_progress); returns True when a cancel was requested."""

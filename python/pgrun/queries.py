@@ -117,6 +117,20 @@ SELECT * FROM pgrun.continue_job(
     retry_delay => %(retry_delay)s::interval)
 """
 
+# The states go as one JSON array (as results do; a JSON null is no state: keep the job's).
+CONTINUE_JOBS: Final = """
+SELECT c.job_id, c.outcome, c.run_at, c.lost_reason FROM pgrun.continue_jobs(
+    job_ids => %(job_ids)s::uuid[],
+    lease_tokens => %(lease_tokens)s::uuid[],
+    next_steps => %(next_steps)s::text[],
+    states => CASE WHEN %(states)s::jsonb IS NOT NULL THEN ARRAY(
+        SELECT nullif(e.s, 'null') FROM jsonb_array_elements(%(states)s::jsonb) WITH ORDINALITY AS e (s, n)
+        ORDER BY e.n) END,
+    delays => %(delays)s::interval[],
+    max_attempts => %(max_attempts)s::integer[],
+    retry_delays => %(retry_delays)s::interval[]) AS c
+"""
+
 REPORT_PROGRESS: Final = """
 SELECT pgrun.report_progress(
     job_id => %(job_id)s::uuid,

@@ -123,7 +123,14 @@ from pgrun.app import (
     SyncHandler,
     SyncJobContext,
 )
-from pgrun.client import AsyncClient, Failure, KeepingAsyncClient, LogLine, configure_async_connection
+from pgrun.client import (
+    AsyncClient,
+    Continuation,
+    Failure,
+    KeepingAsyncClient,
+    LogLine,
+    configure_async_connection,
+)
 from pgrun.config import Config
 from pgrun.errors import ConflictError, InvalidInputError, LeaseLostError, PgrunError, schema_mismatch
 from pgrun.eventloop import loop_kind
@@ -939,11 +946,11 @@ class Worker:
         pending = _Pending()
         completions = [o for o in batch if o.kind == "complete"]
         failures = [o for o in batch if o.kind == "fail"]
+        continuations = [o for o in batch if o.kind == "continue"]
         if completions:
             await self._complete(completions, pending)
-        for outcome in batch:
-            if outcome.kind == "continue":
-                await self._continue(outcome, pending)
+        if continuations:
+            await self._continue(continuations, pending)
         failures += pending.take_follow_ups()
         while failures:  # ends: a rewritten failure that is refused again is dropped
             await self._fail(failures, pending)
@@ -1066,38 +1073,47 @@ class Worker:
             exc_info=exc,
         )
 
-    async def _continue(self, outcome: _Outcome, pending: _Pending) -> None:
-        job, follow_up = outcome.running.job, outcome.follow_up
-        assert follow_up is not None
-        try:
-            result = await self._writes.continue_job(
-                job.job_id,
-                job.lease_token,
-                follow_up.step,
-                state=follow_up.state,
-                delay=_interval(follow_up.delay),
-                max_attempts=follow_up.max_attempts,
-                retry_delay=_interval(follow_up.retry_delay),
+    async def _continue(self, outcomes: list[_Outcome], pending: _Pending) -> None:
+        """Write continuations in one call (continue_jobs): one durable commit for the batch,
+        where a call a continuation held a worker whose handlers continue to about one commit
+        a job."""
+        continuations = []
+        for outcome in outcomes:
+            job, follow_up = outcome.running.job, outcome.follow_up
+            assert follow_up is not None
+            continuations.append(
+                Continuation(
+                    job.job_id,
+                    job.lease_token,
+                    follow_up.step,
+                    follow_up.state,
+                    _interval(follow_up.delay),
+                    follow_up.max_attempts,
+                    _interval(follow_up.retry_delay),
+                )
             )
-        except LeaseLostError:
-            self._lose(outcome.running)
-            self._forget(outcome.running, "continue_job refused: the lease was lost")
+        try:
+            rows = await self._writes.continue_jobs(continuations)
+        except psycopg.errors.UndefinedFunction as exc:
+            log.error("continue_jobs refused this worker's call: %s", schema_mismatch(exc, "worker"))
+            for outcome in outcomes:
+                self._forget(outcome.running, "continue_jobs is missing: the lease will expire")
             return
         except Exception as exc:
-            if _transient(exc):
-                log.warning("continue_job failed (%s); will retry", exc)
-                pending.retry.append(outcome)
-            elif _release_conflict(exc):
-                (pending.conflicted if job.workflow_run_id else pending.retry).append(outcome)
-            elif (code := _continue_refusal_code(exc)) is not None:
-                message = f"continue_job refused the step {follow_up.step!r} ({_describe(exc)})"
-                pending.follow_ups.append(self._failure(outcome.running, code, message, retryable=False))
-            else:
-                self._drop(outcome, exc)
+            await self._split(self._continue, outcomes, exc, pending, self._continuation_refused)
             return
-        self._leases.pop(job.job_id, None)
-        self._metrics.outcome("continued", job)
-        self._wake_at(result.run_at)
+        self._settle(rows, outcomes, pending, call="continue_jobs")
+
+    def _continuation_refused(self, outcome: _Outcome, exc: Exception, pending: _Pending) -> None:
+        """A continuation the server refused on its own (a step, delay or max_attempts it does
+        not take; a value PostgreSQL cannot store): the job fails with the reason, not retried."""
+        code = _continue_refusal_code(exc)
+        if code is None:
+            self._drop(outcome, exc)
+            return
+        assert outcome.follow_up is not None
+        message = f"continue_jobs refused the step {outcome.follow_up.step!r} ({_describe(exc)})"
+        pending.follow_ups.append(self._failure(outcome.running, code, message, retryable=False))
 
     def _settle(
         self,
@@ -1105,9 +1121,11 @@ class Worker:
         outcomes: list[_Outcome],
         pending: _Pending,
         unlisted: str | None = None,
+        call: str = "complete_jobs",
     ) -> None:
-        """What the server answered for ``outcomes``; ``unlisted``, when given, is the outcome
-        of every job ``rows`` leave out (a write that returns only the exceptions)."""
+        """What the server answered for ``outcomes`` (``call``'s rows); ``unlisted``, when
+        given, is the outcome of every job ``rows`` leave out (a write that returns only the
+        exceptions)."""
         if unlisted is not None:
             listed = {row.job_id for row in rows}
             for sent_outcome in outcomes:
@@ -1124,7 +1142,7 @@ class Worker:
             if refused is not None and outcome is not None:
                 # nothing was written for this job and its lease still holds: fail it
                 why = f": {row.lost_reason}" if row.lost_reason else ""
-                message = f"{refused} (complete_jobs: {row.outcome}{why})"
+                message = f"{refused} ({call}: {row.outcome}{why})"
                 failure = self._failure(outcome.running, row.outcome, message, retryable=False)
                 pending.follow_ups.append(failure)
                 continue
@@ -1139,7 +1157,7 @@ class Worker:
                 continue
             if outcome is not None:  # what the SQL answered: succeeded, retry_scheduled, dead, ...
                 self._metrics.outcome(row.outcome, outcome.running.job)
-            if row.outcome == "retry_scheduled":
+            if row.outcome in ("retry_scheduled", "continued"):
                 self._wake_at(row.run_at)
 
     # -- outcomes waiting for a workflow run ------------------------------------------------
@@ -1507,11 +1525,14 @@ def _content_error(exc: BaseException) -> bool:
     return isinstance(exc, psycopg.OperationalError) and (exc.sqlstate or "").startswith("54")
 
 
-# The complete_jobs outcomes that refuse a result (nothing written, the lease still held): the
-# worker fails the job with the outcome as its error code, not retried.
+# The complete_jobs and continue_jobs outcomes that refuse a result or a state (nothing
+# written, the lease still held): the worker fails the job with the outcome as its error code,
+# not retried.
 _REFUSED_RESULTS = {
     "result_too_large": "the result is larger than its job type allows",
     "result_invalid": "the result is nested deeper than pgrun stores",
+    "state_too_large": "the Continue's state is larger than its job type allows",
+    "state_invalid": "the Continue's state is nested deeper than pgrun stores",
 }
 
 
@@ -1526,7 +1547,7 @@ def _undecodable_input(job: ClaimedJob) -> str | None:
 
 
 def _continue_refusal_code(exc: BaseException) -> str | None:
-    """The error code of the failure that replaces a continuation continue_job refused."""
+    """The error code of the failure that replaces a continuation continue_jobs refused."""
     if isinstance(exc, PgrunError):
         if exc.code == "job.state_too_large":
             return "state_too_large"
