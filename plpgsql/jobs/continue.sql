@@ -18,9 +18,8 @@
 -- The next step's queue is notified as a new job's is (the queue, or the queue and the due
 -- time when delayed: jobs/_insert.sql), so idle workers start it without waiting for a poll.
 --
--- Locks: the job row (FOR UPDATE). The finished attempt is recorded on the 'continued' (or
--- 'cancelled') event; a job cancelled here that belongs to a workflow run has its step
--- settled by pgrun._workflow_finish_steps.
+-- The finished attempt is recorded on the 'continued' (or 'cancelled') event; a job cancelled
+-- here that belongs to a workflow run has its step settled by pgrun._workflow_finish_steps.
 --
 -- The next step's retry rules: max_attempts (1..1000, as enqueue_job takes it) gives that
 -- step its own attempt budget instead of the job's max_attempts, and retry_delay (the
@@ -46,11 +45,11 @@
 -- 'state_invalid'; the job keeps running under its lease, so the worker can fail it):
 -- nothing is written for that job, the rest of the batch is. A bad argument (a step, a
 -- delay, a max_attempts) refuses the whole batch before anything is read, as continue_job
--- refuses its call, naming the element. The next steps' queues are notified once each
--- (pgrun._enqueue_notify_jobs). continue_job is the one-job form over it, and raises
+-- refuses its call, naming the element. The next steps' queues are notified as an enqueue
+-- notifies them (pgrun._enqueue_notify_jobs). continue_job is the one-job form over it, and raises
 -- job.lease_lost, job.state_too_large and job.invalid_state instead of reporting them.
 --
--- Locks: the batch's owned job rows, in id order (FOR UPDATE).
+-- Locks: the job rows whose leases the call owns, in id order (FOR UPDATE).
 --
 -- Errors: job.lease_lost (RQ004, continue_job only); job.invalid_argument (NULL job_id or
 -- lease_token, continue_job), job.invalid_batch (continue_jobs: the arrays), job.invalid_step

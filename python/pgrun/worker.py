@@ -1074,9 +1074,8 @@ class Worker:
         )
 
     async def _continue(self, outcomes: list[_Outcome], pending: _Pending) -> None:
-        """Write continuations in one call (continue_jobs): one durable commit for the batch,
-        where a call a continuation held a worker whose handlers continue to about one commit
-        a job."""
+        """Write a flush's continuations in one call (continue_jobs), one durable commit for
+        them all: a call each held a worker whose handlers continue to a commit a job."""
         continuations = []
         for outcome in outcomes:
             job, follow_up = outcome.running.job, outcome.follow_up
