@@ -12,7 +12,7 @@ from uuid import UUID, uuid4
 
 import psycopg
 
-from pgrun.client import Client, LogLine, _UuidArray, _uuids
+from pgrun.client import Client, Continuation, LogLine, _UuidArray, _uuids
 from pgrun.results import JsonText
 
 EDGE_IDS = [
@@ -167,3 +167,25 @@ def test_log_lines_fields_and_levels_arrive_as_given_and_only_lines_not_logged_c
         ("warned", "warning", {"k": 1}),
         ("debugged", "debug", None),
     ]
+
+
+def test_continuation_states_given_as_json_text_objects_or_none_arrive_as_given(db: str) -> None:
+    """continue_jobs sends the states as one JSON array: a JsonText state (the worker's, the
+    text its check dumped) is stored as the value it writes, an object as itself, and None
+    keeps the job's state."""
+    with Client.connect(db) as client, psycopg.connect(db) as conn:
+        client.enqueue_jobs([{"job_type": "encode.steps"} for _ in range(3)])
+        jobs = client.claim_jobs("w-steps", max_jobs=3)
+        conn.execute("UPDATE pgrun.jobs SET state = '{\"kept\": 1}' WHERE id = %s", (jobs[2].job_id,))
+        conn.commit()
+        states: list[Any] = [JsonText('{"é": [1, 2.5]}'), {"s": 'a "quoted" \\ value'}, None]
+        answers = client.continue_jobs(
+            [Continuation(j.job_id, j.lease_token, "next", s) for j, s in zip(jobs, states, strict=True)]
+        )
+        assert [a.outcome for a in answers] == ["continued"] * 3
+        rows = conn.execute(
+            "SELECT j.state FROM pgrun.jobs AS j "
+            "JOIN unnest(%s::uuid[]) WITH ORDINALITY AS u (id, n) ON u.id = j.id ORDER BY u.n",
+            ([j.job_id for j in jobs],),
+        ).fetchall()
+    assert rows == [({"é": [1, 2.5]},), ({"s": 'a "quoted" \\ value'},), ({"kept": 1},)]

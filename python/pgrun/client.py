@@ -99,7 +99,7 @@ class Failure:
 @dataclass(frozen=True)
 class Continuation:
     """One element of continue_jobs: the job's next step, as continue_job takes it (state None
-    keeps the job's state)."""
+    keeps the job's state; a JsonText state goes as the JSON text it is)."""
 
     job_id: Id
     lease_token: Id

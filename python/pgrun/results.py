@@ -22,9 +22,9 @@ Seconds = float | timedelta
 
 class JsonText(str):
     """A JSON value already written as JSON text, sent as it is where the client takes a JSON
-    value (a result, log fields) instead of being dumped again. The worker checks every result
-    and log line's fields by dumping them (what jsonb refuses fails the job, or drops the line)
-    and passes that text on."""
+    value (a result, log fields, a Continue's state) instead of being dumped again. The worker
+    checks every result, state and log line's fields by dumping them (what jsonb refuses fails
+    the job, or drops the line) and passes that text on."""
 
     __slots__ = ()
 

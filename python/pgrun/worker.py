@@ -709,9 +709,9 @@ class Worker:
                 async with asyncio.timeout(timeout):
                     result = await call
             if isinstance(result, Continue):
-                refusal = _continue_problem(result)
-                if refusal is None:
-                    outcome = _Outcome("continue", running, follow_up=result)
+                refusal, state_text = _continue_problem(result)
+                if refusal is None:  # the state's JSON text, dumped by the check, goes as it is
+                    outcome = _Outcome("continue", running, result=state_text, follow_up=result)
                 else:
                     outcome = self._failure(running, *refusal, retryable=False)
             else:
@@ -1085,7 +1085,7 @@ class Worker:
                     job.job_id,
                     job.lease_token,
                     follow_up.step,
-                    follow_up.state,
+                    outcome.result,  # the state's JSON text (None: keep the job's state)
                     _interval(follow_up.delay),
                     follow_up.max_attempts,
                     _interval(follow_up.retry_delay),
@@ -1567,11 +1567,6 @@ def _describe(exc: BaseException) -> str:
     return _clip(text, CRASH_MESSAGE_CHARS)
 
 
-def _json_problem(value: Any) -> str | None:
-    """Why PostgreSQL's jsonb would refuse ``value``; None when it takes it."""
-    return _json_checked(value)[0]
-
-
 def _json_checked(value: Any) -> tuple[str | None, JsonText | None]:
     """Why PostgreSQL's jsonb would refuse ``value`` (None when it takes it), and its JSON
     text when it takes it (None for None, what most handlers return): the check dumps it, and
@@ -1593,25 +1588,29 @@ def _json_checked(value: Any) -> tuple[str | None, JsonText | None]:
     return None, JsonText(text)
 
 
-def _continue_problem(follow_up: Continue) -> tuple[str, str] | None:
-    """The error code and message that fail a ``Continue`` PostgreSQL could not store."""
+def _continue_problem(follow_up: Continue) -> tuple[tuple[str, str] | None, JsonText | None]:
+    """The error code and message that fail a ``Continue`` PostgreSQL could not store (None
+    when it can), and its state's JSON text (None for no state)."""
     step = follow_up.step
     if not isinstance(step, str) or "\x00" in step or not _encodable(step):
-        return "continue_invalid", "the Continue's step is not text that PostgreSQL can store"
+        return ("continue_invalid", "the Continue's step is not text that PostgreSQL can store"), None
     for name in ("delay", "retry_delay"):
         try:
             _interval(getattr(follow_up, name))
         except (TypeError, ValueError, OverflowError):
-            return "continue_invalid", f"the Continue's {name} is not a number of seconds or a timedelta"
+            return (
+                "continue_invalid",
+                f"the Continue's {name} is not a number of seconds or a timedelta",
+            ), None
     attempts = follow_up.max_attempts
     if attempts is not None and (
         isinstance(attempts, bool) or not isinstance(attempts, int) or not -(2**31) <= attempts < 2**31
     ):
-        return "continue_invalid", "the Continue's max_attempts is not an integer PostgreSQL can take"
-    problem = _json_problem(follow_up.state)
+        return ("continue_invalid", "the Continue's max_attempts is not an integer PostgreSQL can take"), None
+    problem, text = _json_checked(follow_up.state)
     if problem is not None:
-        return "state_invalid", f"the Continue's state cannot be stored: {problem}"
-    return None
+        return ("state_invalid", f"the Continue's state cannot be stored: {problem}"), None
+    return None, text
 
 
 def _encodable(text: str) -> bool:
