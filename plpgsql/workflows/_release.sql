@@ -310,22 +310,37 @@ SET enable_bitmapscan = off
 AS $$
 DECLARE
     v_now timestamptz := pgrun.now();
-    v_delta integer;
-    v_ids uuid[];
+    v_one_run boolean := p_run_ids[1] = ALL (p_run_ids);
+    v_groups refcursor;
+    v_delta integer := 0;
+    v_ids uuid[] := p_run_ids[1:1];
+    v_step integer;
 BEGIN
     -- One UPDATE per distinct total of a run's deltas (most calls have one: each closed step
     -- counts -1), over its runs' ids. A join of the runs with the (id, delta) pairs let the
     -- planner, with statistics taken while few runs ran, walk every running run once per
     -- pair: quadratic in the batch (a completion of 200 chain steps compared 140,000 pairs).
-    FOR v_delta, v_ids IN
-        SELECT t.delta, array_agg(t.id ORDER BY t.id)
-        FROM (
-            SELECT u.id, sum(u.delta)::integer AS delta
-            FROM unnest(p_run_ids, p_deltas) AS u (id, delta)
-            GROUP BY u.id
-        ) AS t
-        GROUP BY t.delta
+    -- One run (a single-run caller, a completion of one job) is summed here, without the
+    -- grouping statement (~6 % of completing one job that ends its run).
+    IF v_one_run THEN
+        FOREACH v_step IN ARRAY p_deltas LOOP
+            v_delta := v_delta + v_step;
+        END LOOP;
+    ELSE
+        OPEN v_groups FOR
+            SELECT t.delta, array_agg(t.id ORDER BY t.id)
+            FROM (
+                SELECT u.id, sum(u.delta)::integer AS delta
+                FROM unnest(p_run_ids, p_deltas) AS u (id, delta)
+                GROUP BY u.id
+            ) AS t
+            GROUP BY t.delta;
+    END IF;
     LOOP
+        IF NOT v_one_run THEN
+            FETCH v_groups INTO v_delta, v_ids;
+            EXIT WHEN NOT FOUND;
+        END IF;
         UPDATE pgrun.workflow_runs AS r
         SET open_step_count = r.open_step_count + v_delta,
             status = CASE
@@ -341,6 +356,7 @@ BEGIN
         -- running, spelt finished_at IS NULL (workflow_runs_finished_check): a status test
         -- let the planner walk every running run on workflow_runs_status_idx
         WHERE r.id = ANY (v_ids) AND r.finished_at IS NULL;
+        EXIT WHEN v_one_run;
     END LOOP;
 END;
 $$;
