@@ -12,6 +12,7 @@ is read through the public client.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -24,7 +25,7 @@ import psycopg
 import pytest
 
 from pgrun import migrate
-from pgrun.app import App, JobContext
+from pgrun.app import App, Continue, JobContext
 from pgrun.client import AsyncClient, Client
 from pgrun.config import Config
 from pgrun.results import ClaimedJob
@@ -493,17 +494,20 @@ def test_a_worker_of_one_slot_keeps_one_claim_out() -> None:
     assert asyncio.run(main(4)) == 2
 
 
+def _migrate_before(dsn: str, test_file: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Migrate ``dsn`` to the schema of the commit before the one that added ``test_file``."""
+    old = extract_schema(commit_adding(test_file) + "^", tmp_path / "old")
+    monkeypatch.setenv("PGRUN_SCHEMA_DIR", str(old))
+    migrate.migrate(dsn)
+    monkeypatch.delenv("PGRUN_SCHEMA_DIR")
+
+
 def test_a_worker_on_a_schema_older_than_its_code_says_to_migrate(
     empty_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """This worker's claims pass max_held, which a schema migrated before it lacks: the claim
     is refused for good (the worker stops, as for any refusal) and the log says what to do."""
-    old = extract_schema(
-        commit_adding("tests_sql/jobs/claim/test_claim_max_held.sql") + "^", tmp_path / "old"
-    )
-    monkeypatch.setenv("PGRUN_SCHEMA_DIR", str(old))
-    migrate.migrate(empty_db)
-    monkeypatch.delenv("PGRUN_SCHEMA_DIR")
+    _migrate_before(empty_db, "tests_sql/jobs/claim/test_claim_max_held.sql", tmp_path, monkeypatch)
 
     async def main() -> None:
         client = await AsyncClient.connect(empty_db)
@@ -523,12 +527,7 @@ def test_log_lines_a_schema_older_than_the_code_cannot_take_are_dropped_with_the
     """A schema migrated before append_job_logs claims and completes as this worker asks, but
     cannot take its log lines: they are dropped, the log says to migrate, and the job still
     succeeds (a log line never fails its handler)."""
-    old = extract_schema(
-        commit_adding("tests_sql/jobs/heartbeat/test_append_job_logs.sql") + "^", tmp_path / "old"
-    )
-    monkeypatch.setenv("PGRUN_SCHEMA_DIR", str(old))
-    migrate.migrate(empty_db)
-    monkeypatch.delenv("PGRUN_SCHEMA_DIR")
+    _migrate_before(empty_db, "tests_sql/jobs/heartbeat/test_append_job_logs.sql", tmp_path, monkeypatch)
     app = App()
 
     @app.job("t.logs")
@@ -541,4 +540,30 @@ def test_log_lines_a_schema_older_than_the_code_cannot_take_are_dropped_with_the
         job = client.get_job(job_id)
     assert job["status"] == "succeeded"
     assert "log line(s) failed; dropping them" in caplog.text
+    assert "run `pgrun migrate` with this version" in caplog.text
+
+
+def test_continuations_on_a_schema_older_than_continue_jobs_go_one_by_one(
+    empty_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A schema migrated before continue_jobs: the worker says to migrate and writes each
+    continuation with continue_job, as workers before it did; every job runs its next step
+    with its state and succeeds."""
+    _migrate_before(empty_db, "tests_sql/jobs/continue/test_continue_jobs_batch.sql", tmp_path, monkeypatch)
+    app = App()
+
+    @app.job("t.steps")
+    async def steps(ctx: JobContext) -> Any:
+        if ctx.step is None:
+            return Continue("second", {"n": ctx.payload["n"]})
+        return {"second": ctx.state["n"]}
+
+    with caplog.at_level(logging.WARNING, logger="pgrun.worker"), Client.connect(empty_db) as client:
+        ids = [client.enqueue_job("t.steps", {"n": n}).job_id for n in range(3)]
+        run_worker_until(app, fast_config(empty_db), lambda c: finished(c, ids))
+        jobs = [client.get_job(job_id) for job_id in ids]
+    assert [(job["status"], job["result"]) for job in jobs] == [
+        ("succeeded", {"second": n}) for n in range(3)
+    ]
+    assert "writing continuations one by one" in caplog.text
     assert "run `pgrun migrate` with this version" in caplog.text

@@ -350,6 +350,8 @@ class Worker:
         #: another, go to one backend instead of rotating over the pool's (jobs/s 1.03x,
         #: docs/performance.md, eighteenth pass); parked writes beside a flush take another.
         self._writes = client
+        #: The schema has no continue_jobs (migrated before it): continuations go by continue_job.
+        self._continue_one_by_one = False
         metrics.watch_buffer(self._unwritten)
         metrics.watch_waiting(lambda: len(self._queue) + self._held_jobs)
 
@@ -1092,16 +1094,38 @@ class Worker:
                 )
             )
         try:
-            rows = await self._writes.continue_jobs(continuations)
+            if self._continue_one_by_one:
+                rows = [await self._continue_job(c) for c in continuations]
+            else:
+                rows = await self._writes.continue_jobs(continuations)
         except psycopg.errors.UndefinedFunction as exc:
-            log.error("continue_jobs refused this worker's call: %s", schema_mismatch(exc, "worker"))
-            for outcome in outcomes:
-                self._forget(outcome.running, "continue_jobs is missing: the lease will expire")
+            if self._continue_one_by_one:
+                raise
+            # A schema migrated before continue_jobs: a call each, as workers before it wrote them
+            log.warning("writing continuations one by one: %s", schema_mismatch(exc, "worker"))
+            self._continue_one_by_one = True
+            await self._continue(outcomes, pending)
             return
         except Exception as exc:
             await self._split(self._continue, outcomes, exc, pending, self._continuation_refused)
             return
         self._settle(rows, outcomes, pending, call="continue_jobs")
+
+    async def _continue_job(self, c: Continuation) -> BatchOutcome:
+        """One continuation by continue_job, answered as continue_jobs answers it."""
+        try:
+            answer = await self._writes.continue_job(
+                c.job_id,
+                c.lease_token,
+                c.next_step,
+                state=c.state,
+                delay=c.delay,
+                max_attempts=c.max_attempts,
+                retry_delay=c.retry_delay,
+            )
+        except LeaseLostError as exc:
+            return BatchOutcome(UUID(str(c.job_id)), "lease_lost", None, exc.detail)
+        return BatchOutcome(UUID(str(c.job_id)), answer.outcome, answer.run_at, None)
 
     def _continuation_refused(self, outcome: _Outcome, exc: Exception, pending: _Pending) -> None:
         """A continuation the server refused on its own (a step, delay or max_attempts it does
