@@ -519,8 +519,9 @@ def soak_worker(
     dsn: str, name: str, seed: int, deadline: float, log: list[tuple[str, Any, Any, Any]]
 ) -> None:
     """A worker that claims up to five jobs at a time on one-second leases and ends each claim
-    one way at random (complete, fail to retry, fail for good, release, heartbeat then complete,
-    complete under a token the job had before, or vanish: no write, the lease runs out). Every
+    one way at random (complete, fail to retry, fail for good, release, continue to a next step,
+    heartbeat then complete, complete under a token the job had before, or vanish: no write, the
+    lease runs out). Every
     claim and every write's answer goes to ``log`` as (what, job_id, token, outcome)."""
     rng = random.Random(seed)
     with connect(dsn) as conn:
@@ -531,8 +532,8 @@ def soak_worker(
             for job_id, token in rows:
                 log.append(("claim", job_id, token, None))
                 how = rng.choices(
-                    ["complete", "retry", "die", "release", "heartbeat", "vanish", "stale"],
-                    [55, 15, 5, 10, 8, 3, 4],
+                    ["complete", "retry", "die", "release", "heartbeat", "vanish", "stale", "continue"],
+                    [47, 15, 5, 10, 8, 3, 4, 8],
                 )[0]
                 if how == "vanish":
                     continue
@@ -551,6 +552,8 @@ def soak_worker(
                     sql = "SELECT outcome FROM pgrun.complete_jobs(%s, %s)"
                 elif how == "release":
                     sql = "SELECT outcome FROM pgrun.release_jobs(%s, %s)"
+                elif how == "continue":  # queued again at its next step: claimed again later
+                    sql = "SELECT outcome FROM pgrun.continue_jobs(%s, %s, ARRAY['next'])"
                 else:
                     retryable = "true" if how == "retry" else "false"
                     sql = (
