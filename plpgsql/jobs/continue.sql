@@ -46,8 +46,9 @@
 -- nothing is written for that job, the rest of the batch is. A bad argument (a step, a
 -- delay, a max_attempts) refuses the whole batch before anything is read, as continue_job
 -- refuses its call, naming the element. The next steps' queues are notified as an enqueue
--- notifies them (pgrun._enqueue_notify_jobs). continue_job is the one-job form over it, and raises
--- job.lease_lost, job.state_too_large and job.invalid_state instead of reporting them.
+-- notifies them (pgrun._enqueue_notify_jobs). continue_job is the one-job form: it checks
+-- its arguments and writes through the same private body (pgrun._continue_jobs_apply), and
+-- raises job.lease_lost, job.state_too_large and job.invalid_state instead of reporting them.
 --
 -- Locks: the job rows whose leases the call owns, in id order (FOR UPDATE).
 --
@@ -100,20 +101,20 @@ COMMENT ON FUNCTION pgrun._continue_check(bigint, text, interval, integer, inter
 'Private: the argument rules of one continuation (next step, delay, max_attempts, retry_delay); raises '
 'job.invalid_step, job.invalid_delay or job.invalid_max_attempts (RQ003) naming the batch element when given.';
 
-CREATE OR REPLACE FUNCTION pgrun.continue_jobs(
-    job_ids uuid[],
-    lease_tokens uuid[],
-    next_steps text[],
-    states jsonb[] DEFAULT NULL,
-    delays interval[] DEFAULT NULL,
-    max_attempts integer[] DEFAULT NULL,
-    retry_delays interval[] DEFAULT NULL
+-- continue_jobs' writes, for arguments its checks (or continue_job's) have passed: the lock,
+-- the updates, the events, the answers, the notifications and the workflow hook.
+CREATE OR REPLACE FUNCTION pgrun._continue_jobs_apply(
+    p_job_ids uuid[],
+    p_lease_tokens uuid[],
+    p_next_steps text[],
+    p_states jsonb[],
+    p_delays interval[],
+    p_max_attempts integer[],
+    p_retry_delays interval[]
 )
 RETURNS TABLE (job_id uuid, outcome text, run_at timestamptz, lost_reason text)
 LANGUAGE plpgsql
 VOLATILE
-SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
 -- Plan stability, as in fail_jobs: every join is a lookup by primary key, whatever the batch
 -- size and however stale the statistics.
 SET enable_seqscan = off
@@ -134,51 +135,15 @@ DECLARE
     v_queues text[];
     v_queue_run_ats timestamptz[];
 BEGIN
-    IF continue_jobs.next_steps IS NULL THEN
-        PERFORM pgrun._raise(
-            'job.invalid_step',
-            'next_steps is NULL',
-            'Name the step each job continues with, one per job; to finish jobs call complete_jobs.'
-        );
-    END IF;
-    PERFORM pgrun._lease_check_batch(
-        continue_jobs.job_ids,
-        continue_jobs.lease_tokens,
-        ARRAY[
-            cardinality(continue_jobs.next_steps), cardinality(continue_jobs.states),
-            cardinality(continue_jobs.delays), cardinality(continue_jobs.max_attempts),
-            cardinality(continue_jobs.retry_delays)
-        ]
-    );
-    -- The first element whose arguments break a rule refuses the batch, as continue_job would
-    -- refuse it (the rule itself: pgrun._continue_check, called for that element only), naming
-    -- the element in a batch of more than one (continue_job's call is a batch of one).
-    PERFORM pgrun._continue_check(
-        CASE WHEN cardinality(continue_jobs.job_ids) > 1 THEN a.n END,
-        a.step, a.delay, a.max_attempts, a.retry_delay
-    )
-    FROM (
-        SELECT a.n, a.step, a.delay, a.max_attempts, a.retry_delay
-        FROM unnest(
-            continue_jobs.next_steps, continue_jobs.delays, continue_jobs.max_attempts,
-            continue_jobs.retry_delays
-        ) WITH ORDINALITY AS a (step, delay, max_attempts, retry_delay, n)
-        WHERE a.step IS NULL OR length(a.step) > 256 OR btrim(a.step) = ''
-           OR NOT pgrun._time_ok(a.delay) OR a.max_attempts NOT BETWEEN 1 AND 1000
-           OR NOT pgrun._time_ok(a.retry_delay)
-        ORDER BY a.n
-        LIMIT 1
-    ) AS a;
-
     WITH input AS (
         SELECT
             i.id, i.token, i.step, i.state, i.delay, i.max_attempts, i.retry_delay, i.ord,
             pg_column_size(i.state) AS state_bytes,
             pgrun._json_depth_ok(i.state) AS state_ok
         FROM unnest(
-            continue_jobs.job_ids, continue_jobs.lease_tokens, continue_jobs.next_steps,
-            continue_jobs.states, continue_jobs.delays, continue_jobs.max_attempts,
-            continue_jobs.retry_delays
+            p_job_ids, p_lease_tokens, p_next_steps,
+            p_states, p_delays, p_max_attempts,
+            p_retry_delays
         ) WITH ORDINALITY AS i (id, token, step, state, delay, max_attempts, retry_delay, ord)
     ),
 
@@ -260,7 +225,7 @@ BEGIN
     -- A job of the batch that did not continue: its lease is lost (lost_reason says why), or
     -- the batch still owns it and its state was over its cap or nested too deep. Looked at
     -- only when there are some, as in complete_jobs.
-    IF coalesce(cardinality(v_ids), 0) < cardinality(continue_jobs.job_ids) THEN
+    IF coalesce(cardinality(v_ids), 0) < cardinality(p_job_ids) THEN
         SELECT
             coalesce(v_ids, '{}') || array_agg(u.id ORDER BY u.ord),
             coalesce(v_outcomes, '{}') || array_agg(u.outcome ORDER BY u.ord),
@@ -275,7 +240,7 @@ BEGIN
                 coalesce(t.refused, 'lease_lost') AS outcome,
                 CASE WHEN t.refused IS NULL THEN pgrun._lease_lost_reason(i.id, i.token) END AS lost_reason,
                 i.ord
-            FROM unnest(continue_jobs.job_ids, continue_jobs.lease_tokens, continue_jobs.states)
+            FROM unnest(p_job_ids, p_lease_tokens, p_states)
                 WITH ORDINALITY AS i (id, token, state, ord)
             LEFT JOIN LATERAL (
                 SELECT c.refused
@@ -312,6 +277,74 @@ BEGIN
     SELECT r.id, r.outcome, r.run_at, r.lost_reason
     FROM unnest(v_ids, v_outcomes, v_run_ats, v_lost_reasons, v_ords) AS r (id, outcome, run_at, lost_reason, ord)
     ORDER BY r.ord;
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._continue_jobs_apply(
+    uuid[], uuid[], text[], jsonb[], interval[], integer[], interval[]
+) FROM public;
+
+COMMENT ON FUNCTION pgrun._continue_jobs_apply(uuid[], uuid[], text[], jsonb[], interval[], integer[], interval[]) IS
+'Private: continue_jobs'' writes for checked arguments (continue_jobs and continue_job call it).';
+
+CREATE OR REPLACE FUNCTION pgrun.continue_jobs(
+    job_ids uuid[],
+    lease_tokens uuid[],
+    next_steps text[],
+    states jsonb[] DEFAULT NULL,
+    delays interval[] DEFAULT NULL,
+    max_attempts integer[] DEFAULT NULL,
+    retry_delays interval[] DEFAULT NULL
+)
+RETURNS TABLE (job_id uuid, outcome text, run_at timestamptz, lost_reason text)
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF continue_jobs.next_steps IS NULL THEN
+        PERFORM pgrun._raise(
+            'job.invalid_step',
+            'next_steps is NULL',
+            'Name the step each job continues with, one per job; to finish jobs call complete_jobs.'
+        );
+    END IF;
+    PERFORM pgrun._lease_check_batch(
+        continue_jobs.job_ids,
+        continue_jobs.lease_tokens,
+        ARRAY[
+            cardinality(continue_jobs.next_steps), cardinality(continue_jobs.states),
+            cardinality(continue_jobs.delays), cardinality(continue_jobs.max_attempts),
+            cardinality(continue_jobs.retry_delays)
+        ]
+    );
+    -- The first element whose arguments break a rule refuses the batch, as continue_job would
+    -- refuse it (the rule itself: pgrun._continue_check, called for that element only), naming
+    -- the element in a batch of more than one (continue_job's call is a batch of one).
+    PERFORM pgrun._continue_check(
+        CASE WHEN cardinality(continue_jobs.job_ids) > 1 THEN a.n END,
+        a.step, a.delay, a.max_attempts, a.retry_delay
+    )
+    FROM (
+        SELECT a.n, a.step, a.delay, a.max_attempts, a.retry_delay
+        FROM unnest(
+            continue_jobs.next_steps, continue_jobs.delays, continue_jobs.max_attempts,
+            continue_jobs.retry_delays
+        ) WITH ORDINALITY AS a (step, delay, max_attempts, retry_delay, n)
+        WHERE a.step IS NULL OR length(a.step) > 256 OR btrim(a.step) = ''
+           OR NOT pgrun._time_ok(a.delay) OR a.max_attempts NOT BETWEEN 1 AND 1000
+           OR NOT pgrun._time_ok(a.retry_delay)
+        ORDER BY a.n
+        LIMIT 1
+    ) AS a;
+
+    RETURN QUERY
+    SELECT c.job_id, c.outcome, c.run_at, c.lost_reason
+    FROM pgrun._continue_jobs_apply(
+        continue_jobs.job_ids, continue_jobs.lease_tokens, continue_jobs.next_steps, continue_jobs.states,
+        continue_jobs.delays, continue_jobs.max_attempts, continue_jobs.retry_delays
+    ) AS c;
 END;
 $$;
 
@@ -359,8 +392,13 @@ BEGIN
         );
     END IF;
 
+    PERFORM pgrun._continue_check(
+        NULL, continue_job.next_step, continue_job.delay, continue_job.max_attempts, continue_job.retry_delay
+    );
+
+    -- Its arguments checked here (as continue_jobs checks a batch's), the writes themselves.
     SELECT c.outcome, c.run_at, c.lost_reason INTO v_outcome, v_run_at, v_lost_reason
-    FROM pgrun.continue_jobs(
+    FROM pgrun._continue_jobs_apply(
         ARRAY[continue_job.job_id], ARRAY[continue_job.lease_token], ARRAY[continue_job.next_step],
         ARRAY[continue_job.state], ARRAY[continue_job.delay], ARRAY[continue_job.max_attempts],
         ARRAY[continue_job.retry_delay]
