@@ -65,18 +65,29 @@ SELECT pgrun.complete_job(
     result => %(result)s::jsonb)
 """
 
-# results travel as one JSON array (element i = job i's result) and are unpacked here. Python's
-# None (a JSON null in the array) is no result: SQL NULL, as complete_job stores it; a batch
-# whose results are all None sends NULL for the array, and the call takes none.
+
+def _jsonb_elements(name: str) -> str:
+    """A batch's JSON values sent as one JSON array (element i = item i's value; a jsonb[]
+    parameter would be dumped and escaped element by element), unpacked into the jsonb[] the
+    function takes. A JSON null element (Python's None) is SQL NULL: no value; a batch whose
+    values are all None sends NULL for the array, and the call takes none."""
+    return (
+        f"CASE WHEN %({name})s::jsonb IS NOT NULL THEN ARRAY(\n"
+        f"        SELECT nullif(e.v, 'null') FROM jsonb_array_elements(%({name})s::jsonb)"
+        " WITH ORDINALITY AS e (v, n)\n"
+        "        ORDER BY e.n) END"
+    )
+
+
+# results travel as one JSON array (_jsonb_elements): None is no result, SQL NULL, as
+# complete_job stores it.
 # succeeded_rows false: only the jobs that did not succeed come back (a worker's batch of
 # no-op jobs otherwise reads back a row per job that says what it already knows).
-COMPLETE_JOBS: Final = """
+COMPLETE_JOBS: Final = f"""
 SELECT c.job_id, c.outcome, NULL::timestamptz AS run_at, c.lost_reason FROM pgrun.complete_jobs(
     job_ids => %(job_ids)s::uuid[],
     lease_tokens => %(lease_tokens)s::uuid[],
-    results => CASE WHEN %(results)s::jsonb IS NOT NULL THEN ARRAY(
-        SELECT nullif(e.r, 'null') FROM jsonb_array_elements(%(results)s::jsonb) WITH ORDINALITY AS e (r, n)
-        ORDER BY e.n) END) AS c
+    results => {_jsonb_elements("results")}) AS c
 WHERE %(succeeded_rows)s::boolean OR c.outcome <> 'succeeded'
 """
 
@@ -117,15 +128,13 @@ SELECT * FROM pgrun.continue_job(
     retry_delay => %(retry_delay)s::interval)
 """
 
-# The states go as one JSON array (as results do; a JSON null is no state: keep the job's).
-CONTINUE_JOBS: Final = """
+# The states go as one JSON array (_jsonb_elements; None is no state: keep the job's).
+CONTINUE_JOBS: Final = f"""
 SELECT c.job_id, c.outcome, c.run_at, c.lost_reason FROM pgrun.continue_jobs(
     job_ids => %(job_ids)s::uuid[],
     lease_tokens => %(lease_tokens)s::uuid[],
     next_steps => %(next_steps)s::text[],
-    states => CASE WHEN %(states)s::jsonb IS NOT NULL THEN ARRAY(
-        SELECT nullif(e.s, 'null') FROM jsonb_array_elements(%(states)s::jsonb) WITH ORDINALITY AS e (s, n)
-        ORDER BY e.n) END,
+    states => {_jsonb_elements("states")},
     delays => %(delays)s::interval[],
     max_attempts => %(max_attempts)s::integer[],
     retry_delays => %(retry_delays)s::interval[]) AS c
@@ -147,17 +156,15 @@ SELECT pgrun.append_job_log(
     fields => %(fields)s::jsonb)
 """
 
-_APPEND_JOB_LOGS_CALL: Final = """pgrun.append_job_logs(
+_APPEND_JOB_LOGS_CALL: Final = f"""pgrun.append_job_logs(
     job_ids => %(job_ids)s::uuid[],
     lease_tokens => %(lease_tokens)s::uuid[],
     messages => %(messages)s::text[],
     levels => %(levels)s::text[],
-    fields => CASE WHEN %(fields)s::jsonb IS NOT NULL THEN ARRAY(
-        SELECT nullif(e.f, 'null') FROM jsonb_array_elements(%(fields)s::jsonb) WITH ORDINALITY AS e (f, n)
-        ORDER BY e.n) END)"""
+    fields => {_jsonb_elements("fields")})"""
 
-# The lines' fields go as one JSON array (a jsonb[] parameter dumps each object and escapes it
-# as an array element: ~3 us a line in the client, against ~0.1); with logged_rows false only
+# The lines' fields go as one JSON array (_jsonb_elements: a jsonb[] parameter cost ~3 us a
+# line in the client, against ~0.1); with logged_rows false only
 # the lines not logged come back (a worker counts the rest).
 _APPEND_JOB_LOGS_ROWS: Final = "WHERE %(logged_rows)s::boolean OR l.outcome <> 'logged'"
 
