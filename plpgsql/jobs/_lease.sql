@@ -14,6 +14,8 @@
 --   max_result_bytes, else 1 MiB), for complete_job(s) and continue_job.
 -- * _lease_check_worker, _lease_check_batch: input checks shared by claim/heartbeat and by the
 --   batch writes.
+-- * _lease_batch_values: a batch write's jobs as rows, with what the size and nesting rules
+--   need of each one's JSON value (complete_jobs' results, continue_jobs' states).
 -- (Free text a worker reports is cut by pgrun._clip, util/_limits.sql.)
 --
 -- The lease check every lifecycle write makes is: id = job_id AND lease_token = lease_token
@@ -212,6 +214,33 @@ REVOKE EXECUTE ON FUNCTION pgrun._job_result_cap(text) FROM public;
 
 COMMENT ON FUNCTION pgrun._job_result_cap(text) IS
 'Private: the largest result or state (bytes of jsonb) a job of the type may store: max_result_bytes, else 1 MiB.';
+
+-- A batch write's jobs as rows, one per job in input order: its id, token and 1-based
+-- position, and what the size and nesting rules need of its JSON value (complete_jobs'
+-- result, continue_jobs' state): its size (bytes of jsonb, pg_column_size; NULL for none)
+-- and whether its nesting is allowed (pgrun._json_depth_ok). SQL, inlined into both
+-- statements of each batch write that reads the batch (the write, and the answer for the
+-- jobs it left), so they judge a value alike. Every name is schema-qualified, as in
+-- pgrun._clip.
+CREATE OR REPLACE FUNCTION pgrun._lease_batch_values(
+    p_job_ids uuid[], p_lease_tokens uuid[], p_values jsonb[]
+)
+RETURNS TABLE (id uuid, token uuid, ord bigint, value_bytes integer, value_ok boolean)
+LANGUAGE sql
+STABLE
+AS $$
+    SELECT
+        i.id, i.token, i.ord, pg_catalog.pg_column_size(p_values[i.ord]),
+        pgrun._json_depth_ok(p_values[i.ord])
+    FROM ROWS FROM (pg_catalog.unnest(p_job_ids), pg_catalog.unnest(p_lease_tokens))
+        WITH ORDINALITY AS i (id, token, ord)
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._lease_batch_values(uuid[], uuid[], jsonb[]) FROM public;
+
+COMMENT ON FUNCTION pgrun._lease_batch_values(uuid[], uuid[], jsonb[]) IS
+'Private: a batch write as rows (id, token, position) with each JSON value''s size and nesting verdict, for '
+'complete_jobs and continue_jobs.';
 
 -- worker_id and lease_seconds, as claim_jobs and heartbeat_jobs take them.
 CREATE OR REPLACE FUNCTION pgrun._lease_check_worker(p_worker_id text, p_lease_seconds integer)

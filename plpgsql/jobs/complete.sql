@@ -43,31 +43,6 @@
 -- lease_token), job.invalid_batch, job.result_too_large, job.invalid_result (complete_job
 -- only) (RQ003).
 
--- The batch as rows, one per job in input order: its id, token and 1-based position, and
--- what the result rules need of its result: its size (bytes of jsonb, pg_column_size) and
--- whether its nesting is allowed (pgrun._json_depth_ok). SQL, inlined into both statements
--- of complete_jobs that read the batch (the UPDATE, and the answer for the jobs it left),
--- so they judge a result alike. Every name is schema-qualified, as in pgrun._clip.
-CREATE OR REPLACE FUNCTION pgrun._complete_input(
-    p_job_ids uuid[], p_lease_tokens uuid[], p_results jsonb[]
-)
-RETURNS TABLE (id uuid, token uuid, ord bigint, result_bytes integer, result_ok boolean)
-LANGUAGE sql
-STABLE
-AS $$
-    SELECT
-        i.id, i.token, i.ord, pg_catalog.pg_column_size(p_results[i.ord]),
-        pgrun._json_depth_ok(p_results[i.ord])
-    FROM ROWS FROM (pg_catalog.unnest(p_job_ids), pg_catalog.unnest(p_lease_tokens))
-        WITH ORDINALITY AS i (id, token, ord)
-$$;
-
-REVOKE EXECUTE ON FUNCTION pgrun._complete_input(uuid[], uuid[], jsonb[]) FROM public;
-
-COMMENT ON FUNCTION pgrun._complete_input(uuid[], uuid[], jsonb[]) IS
-'Private: a completion batch as rows (id, token, position) with its results'' size and nesting verdict, for '
-'complete_jobs.';
-
 CREATE OR REPLACE FUNCTION pgrun.complete_jobs(
     job_ids uuid[],
     lease_tokens uuid[],
@@ -101,8 +76,8 @@ BEGIN
     );
 
     WITH input AS (
-        SELECT i.id, i.token, i.ord, i.result_bytes, i.result_ok
-        FROM pgrun._complete_input(
+        SELECT i.id, i.token, i.ord, i.value_bytes AS result_bytes, i.value_ok AS result_ok
+        FROM pgrun._lease_batch_values(
             complete_jobs.job_ids, complete_jobs.lease_tokens, complete_jobs.results
         ) AS i
     ),
@@ -180,7 +155,7 @@ BEGIN
                 coalesce(t.refused, 'lease_lost') AS outcome,
                 CASE WHEN t.refused IS NULL THEN pgrun._lease_lost_reason(i.id, i.token) END AS lost_reason,
                 i.ord
-            FROM pgrun._complete_input(
+            FROM pgrun._lease_batch_values(
                 complete_jobs.job_ids, complete_jobs.lease_tokens, complete_jobs.results
             ) AS i
             LEFT JOIN LATERAL (
@@ -188,9 +163,9 @@ BEGIN
                 FROM pgrun.jobs AS j
                 CROSS JOIN LATERAL (
                     SELECT CASE
-                        WHEN i.result_bytes > 1024 AND i.result_bytes > pgrun._job_result_cap(j.job_type)
+                        WHEN i.value_bytes > 1024 AND i.value_bytes > pgrun._job_result_cap(j.job_type)
                             THEN 'result_too_large'
-                        WHEN NOT i.result_ok THEN 'result_invalid'
+                        WHEN NOT i.value_ok THEN 'result_invalid'
                     END AS refused
                 ) AS c
                 WHERE j.id = i.id

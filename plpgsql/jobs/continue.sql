@@ -137,14 +137,10 @@ DECLARE
 BEGIN
     WITH input AS (
         SELECT
-            i.id, i.token, i.step, i.state, i.delay, i.max_attempts, i.retry_delay, i.ord,
-            pg_column_size(i.state) AS state_bytes,
-            pgrun._json_depth_ok(i.state) AS state_ok
-        FROM unnest(
-            p_job_ids, p_lease_tokens, p_next_steps,
-            p_states, p_delays, p_max_attempts,
-            p_retry_delays
-        ) WITH ORDINALITY AS i (id, token, step, state, delay, max_attempts, retry_delay, ord)
+            i.id, i.token, i.ord, i.value_bytes AS state_bytes, i.value_ok AS state_ok,
+            p_next_steps[i.ord] AS step, p_states[i.ord] AS state, p_delays[i.ord] AS delay,
+            p_max_attempts[i.ord] AS max_attempts, p_retry_delays[i.ord] AS retry_delay
+        FROM pgrun._lease_batch_values(p_job_ids, p_lease_tokens, p_states) AS i
     ),
 
     -- The owned jobs whose state the rules take (no state, one within the smallest cap a
@@ -223,8 +219,8 @@ BEGIN
     FROM continued AS c;
 
     -- A job of the batch that did not continue: its lease is lost (lost_reason says why), or
-    -- the batch still owns it and its state was over its cap or nested too deep. Looked at
-    -- only when there are some, as in complete_jobs.
+    -- the batch still owns it and its state was over its cap or nested too deep (judged from
+    -- the same rows as above). Looked at only when there are some, as in complete_jobs.
     IF coalesce(cardinality(v_ids), 0) < cardinality(p_job_ids) THEN
         SELECT
             coalesce(v_ids, '{}') || array_agg(u.id ORDER BY u.ord),
@@ -240,17 +236,15 @@ BEGIN
                 coalesce(t.refused, 'lease_lost') AS outcome,
                 CASE WHEN t.refused IS NULL THEN pgrun._lease_lost_reason(i.id, i.token) END AS lost_reason,
                 i.ord
-            FROM unnest(p_job_ids, p_lease_tokens, p_states)
-                WITH ORDINALITY AS i (id, token, state, ord)
+            FROM pgrun._lease_batch_values(p_job_ids, p_lease_tokens, p_states) AS i
             LEFT JOIN LATERAL (
                 SELECT c.refused
                 FROM pgrun.jobs AS j
                 CROSS JOIN LATERAL (
                     SELECT CASE
-                        WHEN pg_column_size(i.state) > 1024
-                            AND pg_column_size(i.state) > pgrun._job_result_cap(j.job_type)
+                        WHEN i.value_bytes > 1024 AND i.value_bytes > pgrun._job_result_cap(j.job_type)
                             THEN 'state_too_large'
-                        WHEN NOT pgrun._json_depth_ok(i.state) THEN 'state_invalid'
+                        WHEN NOT i.value_ok THEN 'state_invalid'
                     END AS refused
                 ) AS c
                 WHERE j.id = i.id
