@@ -56,6 +56,7 @@ DECLARE
     v_retry_queues text[];
     v_retry_run_ats timestamptz[];
     v_stale uuid[];
+    v_candidates uuid[];
 BEGIN
     IF reap_expired_leases.max_jobs IS NULL OR reap_expired_leases.max_jobs NOT BETWEEN 1 AND 10000 THEN
         PERFORM pgrun._raise(
@@ -68,8 +69,21 @@ BEGIN
     END IF;
     PERFORM pgrun._check_time('job.invalid_delay', 'retry_delay', reap_expired_leases.retry_delay);
 
+    -- The candidates: the first max_jobs expired leases in expiry order (jobs_lease_idx), read
+    -- once for the hook and the reap.
+    v_candidates := ARRAY(
+        SELECT x.id
+        FROM pgrun.jobs AS x
+        WHERE x.status = 'running' AND x.lease_expires_at <= v_now
+        ORDER BY x.lease_expires_at
+        LIMIT reap_expired_leases.max_jobs
+    );
+    IF cardinality(v_candidates) = 0 THEN
+        RETURN;
+    END IF;
+
     -- Jobs of schedules that forbid stale re-entry die instead of retrying (plpgsql/schedules/_reap.sql).
-    v_stale := pgrun._schedule_forbid_reentry(v_now, reap_expired_leases.max_jobs);
+    v_stale := pgrun._schedule_forbid_reentry(v_now, v_candidates);
 
     WITH expired AS MATERIALIZED (
         SELECT
@@ -81,17 +95,11 @@ BEGIN
             -- the step's delay (continue_job), else this call's, else the backoff
             coalesce(j.step_retry_delay, reap_expired_leases.retry_delay) AS retry_delay
         FROM pgrun.jobs AS j
-        -- The candidates as an array, each then looked up by primary key; still expired,
-        -- spelt without the status (jobs_lease_check: running = a lease expiry), which
-        -- would let the planner walk jobs_lease_idx again and match each row against the
-        -- candidates (quadratic: 124,750 pairs for 500 expired leases).
-        WHERE j.id = ANY (ARRAY(
-            SELECT x.id
-            FROM pgrun.jobs AS x
-            WHERE x.status = 'running' AND x.lease_expires_at <= v_now
-            ORDER BY x.lease_expires_at
-            LIMIT reap_expired_leases.max_jobs
-        ))
+        -- Each candidate by primary key; still expired, spelt without the status
+        -- (jobs_lease_check: running = a lease expiry), which would let the planner walk
+        -- jobs_lease_idx again and match each row against the candidates (quadratic: 124,750
+        -- pairs for 500 expired leases).
+        WHERE j.id = ANY (v_candidates)
           AND j.lease_expires_at <= v_now
         ORDER BY j.id
         FOR UPDATE OF j SKIP LOCKED

@@ -20,13 +20,14 @@
 -- (ordinary jobs, retried); an explicit fail_job (a reported failure is not a lease loss:
 -- a schedule's job retries after it like any job).
 --
--- Candidates are the reaper's: the first p_max_jobs expired leases in expiry order
--- (jobs_lease_idx); only jobs of forbidding schedules among them are touched.
+-- Candidates are the reaper's (p_candidates: the first max_jobs expired leases in expiry
+-- order, which it reads once for both); only jobs of forbidding schedules among them are
+-- touched.
 --
 -- Locks: those job rows in id order, FOR UPDATE SKIP LOCKED (the reaper's rule: a job being
 -- written right now is left for the next pass), then their ticks. Errors: none of its own.
 
-CREATE OR REPLACE FUNCTION pgrun._schedule_forbid_reentry(p_now timestamptz, p_max_jobs integer)
+CREATE OR REPLACE FUNCTION pgrun._schedule_forbid_reentry(p_now timestamptz, p_candidates uuid[])
 RETURNS uuid[]
 LANGUAGE plpgsql
 VOLATILE
@@ -37,17 +38,11 @@ BEGIN
     WITH stale AS MATERIALIZED (
         SELECT j.id
         FROM pgrun.jobs AS j
-        -- The candidates as an array, each looked up by primary key (as reap_expired_leases
-        -- takes them, and for the same reason), and each one's schedule by its key: a join
-        -- with job_schedules let the planner start from the forbidding schedules and read
-        -- every job they ever made (jobs_schedule_idx), on every pass of the reaper.
-        WHERE j.id = ANY (ARRAY(
-            SELECT x.id
-            FROM pgrun.jobs AS x
-            WHERE x.status = 'running' AND x.lease_expires_at <= p_now
-            ORDER BY x.lease_expires_at
-            LIMIT p_max_jobs
-        ))
+        -- Each candidate by primary key (as reap_expired_leases takes them, and for the same
+        -- reason), and each one's schedule by its key: a join with job_schedules let the
+        -- planner start from the forbidding schedules and read every job they ever made
+        -- (jobs_schedule_idx), on every pass of the reaper.
+        WHERE j.id = ANY (p_candidates)
             AND j.lease_expires_at <= p_now
             AND j.cancel_requested_at IS NULL
             -- (a job of no schedule finds none; "schedule_id IS NOT NULL" would let the planner
@@ -73,8 +68,8 @@ BEGIN
 END;
 $$;
 
-REVOKE EXECUTE ON FUNCTION pgrun._schedule_forbid_reentry(timestamptz, integer) FROM public;
+REVOKE EXECUTE ON FUNCTION pgrun._schedule_forbid_reentry(timestamptz, uuid[]) FROM public;
 
-COMMENT ON FUNCTION pgrun._schedule_forbid_reentry(timestamptz, integer) IS
+COMMENT ON FUNCTION pgrun._schedule_forbid_reentry(timestamptz, uuid[]) IS
 'Private: reap_expired_leases'' hook: the expired jobs of schedules that forbid stale re-entry (the '
 'reaper kills them instead of retrying; their max_attempts stays as declared), their ticks marked failed.';
