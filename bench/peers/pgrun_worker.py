@@ -119,9 +119,10 @@ async def throughput(args: Any) -> dict[str, Any]:
                     for i in range(min(steps, args.jobs - first))
                 ]
                 client.enqueue_workflow({"steps": chain})
-        for first in range(0, args.jobs if steps <= 0 else 0, 10_000):
-            count = min(10_000, args.jobs - first)
-            client.enqueue_jobs([{"job_type": NOOP, "payload": {"n": first + i}} for i in range(count)])
+        else:
+            for first in range(0, args.jobs, 10_000):
+                count = min(10_000, args.jobs - first)
+                client.enqueue_jobs([{"job_type": NOOP, "payload": {"n": first + i}} for i in range(count)])
         enqueue_s = time.perf_counter() - t
     if os.environ.get("BENCH_ANALYZE", "1").strip() != "0":  # BENCH_ANALYZE=0: stale statistics
         with psycopg.connect(args.dsn, autocommit=True) as conn:

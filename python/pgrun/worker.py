@@ -1112,7 +1112,8 @@ class Worker:
         self._settle(rows, outcomes, pending, call="continue_jobs")
 
     async def _continue_job(self, c: Continuation) -> BatchOutcome:
-        """One continuation by continue_job, answered as continue_jobs answers it."""
+        """One continuation by continue_job, answered as continue_jobs answers it (the worker's
+        job ids are UUIDs, from its claims)."""
         try:
             answer = await self._writes.continue_job(
                 c.job_id,
@@ -1124,8 +1125,8 @@ class Worker:
                 retry_delay=c.retry_delay,
             )
         except LeaseLostError as exc:
-            return BatchOutcome(UUID(str(c.job_id)), "lease_lost", None, exc.detail)
-        return BatchOutcome(UUID(str(c.job_id)), answer.outcome, answer.run_at, None)
+            return BatchOutcome(cast(UUID, c.job_id), "lease_lost", None, exc.detail)
+        return BatchOutcome(cast(UUID, c.job_id), answer.outcome, answer.run_at, None)
 
     def _continuation_refused(self, outcome: _Outcome, exc: Exception, pending: _Pending) -> None:
         """A continuation the server refused on its own (a step, delay or max_attempts it does
