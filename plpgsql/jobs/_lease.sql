@@ -16,6 +16,8 @@
 --   batch writes.
 -- * _lease_batch_values: a batch write's jobs as rows, with what the size and nesting rules
 --   need of each one's JSON value (complete_jobs' results, continue_jobs' states).
+-- * _lease_batch_left: the answer for the jobs such a write left unwritten: its value refused
+--   (the batch still owns the job), else lease_lost with the reason.
 -- (Free text a worker reports is cut by pgrun._clip, util/_limits.sql.)
 --
 -- The lease check every lifecycle write makes is: id = job_id AND lease_token = lease_token
@@ -241,6 +243,60 @@ REVOKE EXECUTE ON FUNCTION pgrun._lease_batch_values(uuid[], uuid[], jsonb[]) FR
 COMMENT ON FUNCTION pgrun._lease_batch_values(uuid[], uuid[], jsonb[]) IS
 'Private: a batch write as rows (id, token, position) with each JSON value''s size and nesting verdict, for '
 'complete_jobs and continue_jobs.';
+
+-- The answer for the jobs of a batch write that it did not write (their positions are not in
+-- p_written): while the batch still owns the job, its value was refused, p_too_large over
+-- its type's cap or p_invalid nested too deep (judged from the same rows as the write,
+-- pgrun._lease_batch_values); else its lease is lost, with the reason. complete_jobs
+-- (result_too_large, result_invalid) and continue_jobs (state_too_large, state_invalid) ask
+-- it only when some job was left. SQL, inlined into the caller's statement and its planner
+-- settings: every lookup is by primary key.
+CREATE OR REPLACE FUNCTION pgrun._lease_batch_left(
+    p_job_ids uuid[],
+    p_lease_tokens uuid[],
+    p_values jsonb[],
+    p_written bigint[],
+    p_now timestamptz,
+    p_too_large text,
+    p_invalid text
+)
+RETURNS TABLE (id uuid, outcome text, lost_reason text, ord bigint)
+LANGUAGE sql
+STABLE
+AS $$
+    SELECT
+        i.id,
+        coalesce(t.refused, 'lease_lost'),
+        CASE WHEN t.refused IS NULL THEN pgrun._lease_lost_reason(i.id, i.token) END,
+        i.ord
+    FROM pgrun._lease_batch_values(p_job_ids, p_lease_tokens, p_values) AS i
+    LEFT JOIN LATERAL (
+        SELECT c.refused
+        FROM pgrun.jobs AS j
+        CROSS JOIN LATERAL (
+            SELECT CASE
+                WHEN i.value_bytes OPERATOR(pg_catalog.>) 1024
+                    AND i.value_bytes OPERATOR(pg_catalog.>) pgrun._job_result_cap(j.job_type)
+                    THEN p_too_large
+                WHEN NOT i.value_ok THEN p_invalid
+            END AS refused
+        ) AS c
+        WHERE j.id OPERATOR(pg_catalog.=) i.id
+          AND j.lease_token OPERATOR(pg_catalog.=) i.token
+          AND j.lease_expires_at OPERATOR(pg_catalog.>) p_now
+          AND c.refused IS NOT NULL
+    ) AS t ON TRUE
+    -- hashed: a batch of 1,000 with a few left over makes no 1,000 x 1,000 comparisons
+    WHERE i.ord NOT IN (SELECT w.ord FROM pg_catalog.unnest(p_written) AS w (ord))
+$$;
+
+REVOKE EXECUTE ON FUNCTION pgrun._lease_batch_left(
+    uuid[], uuid[], jsonb[], bigint[], timestamptz, text, text
+) FROM public;
+
+COMMENT ON FUNCTION pgrun._lease_batch_left(uuid[], uuid[], jsonb[], bigint[], timestamptz, text, text) IS
+'Private: a batch write''s jobs it left unwritten, each with its outcome: its value refused (p_too_large, '
+'p_invalid) while the batch owns it, else lease_lost with the reason. For complete_jobs and continue_jobs.';
 
 -- worker_id and lease_seconds, as claim_jobs and heartbeat_jobs take them.
 CREATE OR REPLACE FUNCTION pgrun._lease_check_worker(p_worker_id text, p_lease_seconds integer)

@@ -149,32 +149,9 @@ BEGIN
                 || array_agg(u.lost_reason ORDER BY u.ord),
             coalesce(v_ords, '{}') || array_agg(u.ord ORDER BY u.ord)
         INTO v_ids, v_outcomes, v_lost_reasons, v_ords
-        FROM (
-            SELECT
-                i.id,
-                coalesce(t.refused, 'lease_lost') AS outcome,
-                CASE WHEN t.refused IS NULL THEN pgrun._lease_lost_reason(i.id, i.token) END AS lost_reason,
-                i.ord
-            FROM pgrun._lease_batch_values(
-                complete_jobs.job_ids, complete_jobs.lease_tokens, complete_jobs.results
-            ) AS i
-            LEFT JOIN LATERAL (
-                SELECT c.refused
-                FROM pgrun.jobs AS j
-                CROSS JOIN LATERAL (
-                    SELECT CASE
-                        WHEN i.value_bytes > 1024 AND i.value_bytes > pgrun._job_result_cap(j.job_type)
-                            THEN 'result_too_large'
-                        WHEN NOT i.value_ok THEN 'result_invalid'
-                    END AS refused
-                ) AS c
-                WHERE j.id = i.id
-                  AND j.lease_token = i.token
-                  AND j.lease_expires_at > v_now
-                  AND c.refused IS NOT NULL
-            ) AS t ON TRUE
-            -- hashed: a batch of 1,000 with a few left over makes no 1,000 x 1,000 comparisons
-            WHERE i.ord NOT IN (SELECT o.ord FROM unnest(coalesce(v_ords, '{}')) AS o (ord))
+        FROM pgrun._lease_batch_left(
+            complete_jobs.job_ids, complete_jobs.lease_tokens, complete_jobs.results, v_ords, v_now,
+            'result_too_large', 'result_invalid'
         ) AS u;
     END IF;
 
