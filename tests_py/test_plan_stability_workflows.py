@@ -1,10 +1,12 @@
 """The workflow transitions keep their key lookups on big workflow tables, with fresh and with
 stale statistics (docs/lease-machine.md, "Plan stability"; issue 15 item 6): the fan-in release
-(complete_jobs through the workflow hook), cancel_workflow_run and append_workflow_steps touch
-workflow_steps and workflow_step_dependencies only through an index lookup on a key, never by
-reading every step or edge of every run. The plans are read
-from the server with auto_explain (nested statements), as tests_py/test_plan_stability.py does for
-the batch lease functions."""
+(complete_jobs through the workflow hook), cancel_workflow_run, complete_external_step and
+append_workflow_steps touch workflow_steps and workflow_step_dependencies only through an index
+lookup on a key, never by reading every step or edge of every run. Each of them plans its
+statements once per session (plan_cache_mode): the plans read here, on a call's first run, are
+the ones every later call of the session runs. The plans are read from the server with
+auto_explain (nested statements), as tests_py/test_plan_stability.py does for the batch lease
+functions."""
 
 from __future__ import annotations
 
@@ -120,7 +122,11 @@ def loaded(request: pytest.FixtureRequest, db: str) -> Iterator[dict[str, Any]]:
         ]
         parts = [f"p{i:04}" for i in range(PARTS)]
         fan_in = _enqueue(
-            conn, "fan-in", [_step(k, "plan.part") for k in parts] + [_step("merge", "plan.merge", parts)]
+            conn,
+            "fan-in",
+            [_step(k, "plan.part") for k in parts]
+            + [_step("merge", "plan.merge", parts)]
+            + [{"key": "signal", "kind": "external"}, _step("after-signal", "plan.after", ["signal"])],
         )
         claimed: list[Any] = []
         while len(claimed) < PARTS:
@@ -154,6 +160,11 @@ def test_workflow_transitions_look_steps_and_edges_up_by_key(loaded: dict[str, A
         "cancel_workflow_run": (
             "SELECT * FROM pgrun.cancel_workflow_run(%s, 'plan stability')",
             (loaded["others"][3],),
+        ),
+        # an external step succeeds: its dependent is released, its payload built
+        "complete_external_step": (
+            "SELECT * FROM pgrun.complete_external_step(%s, 'signal', true, %s)",
+            (fan_in, Jsonb({"ok": True})),
         ),
         # new steps behind a finished prerequisite (released at once), behind an open one
         # (blocked), and new roots

@@ -75,6 +75,8 @@ VOLATILE
 -- small looks like one a Seq Scan reads at once).
 SET enable_seqscan = off
 SET enable_bitmapscan = off
+SET jit = off
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_now timestamptz := pgrun.now();
@@ -140,6 +142,10 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+-- Generic plans, built once per session for its statements and those of the helpers it calls:
+-- re-planned on every call, as plpgsql does while a custom plan looks cheaper, they cost more
+-- than running them (docs/performance.md, "Generic plans off the worker's path").
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_reason text := pgrun._clip(cancel_job.reason, 1024);

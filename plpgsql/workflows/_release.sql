@@ -54,14 +54,18 @@ RETURNS uuid[]
 LANGUAGE plpgsql
 VOLATILE
 -- Plan stability, whoever calls it (complete_jobs pins the same settings already;
--- append_workflow_steps, enqueue_workflow and complete_external_step do not): every statement
--- here reaches steps, edges and definitions by key, and with the statistics of small tables
--- the candidate lookup of a few dozen steps hash-joined a Seq Scan of every step instead
--- (tests_py/test_plan_stability_workflows.py, append with stale statistics).
+-- append_workflow_steps, enqueue_workflow and complete_external_step pin only the generic
+-- plan): every statement here reaches steps, edges and definitions by key, and with the
+-- statistics of small tables the candidate lookup of a few dozen steps hash-joined a Seq Scan
+-- of every step instead (tests_py/test_plan_stability_workflows.py, append with stale
+-- statistics). Generic plans, built once per session: re-planned per call, the release of one
+-- root step cost ~0.8 ms more (docs/performance.md, "Generic plans off the worker's path").
 SET enable_seqscan = off
 SET enable_bitmapscan = off
 SET enable_hashjoin = off
 SET enable_mergejoin = off
+SET jit = off
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     c_max_payload_bytes CONSTANT integer := 1048576;  -- enqueue's limit (jobs/_enqueue.sql)
@@ -223,6 +227,8 @@ SET enable_seqscan = off
 SET enable_bitmapscan = off
 SET enable_hashjoin = off
 SET enable_mergejoin = off
+SET jit = off
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_now timestamptz := pgrun.now();
@@ -307,6 +313,8 @@ VOLATILE
 -- Each run by primary key, whoever calls it and whatever the statistics.
 SET enable_seqscan = off
 SET enable_bitmapscan = off
+SET jit = off
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_now timestamptz := pgrun.now();

@@ -52,6 +52,10 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+-- Generic plans, built once per session for its statements and those of the helpers it calls:
+-- re-planned on every call, as plpgsql does while a custom plan looks cheaper, they cost more
+-- than running them (docs/performance.md, "Generic plans off the worker's path").
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     c_max_spec_bytes CONSTANT integer := 16777216;
