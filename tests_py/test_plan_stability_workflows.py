@@ -1,12 +1,12 @@
 """The workflow transitions keep their key lookups on big workflow tables, with fresh and with
 stale statistics (docs/lease-machine.md, "Plan stability"; issue 15 item 6): the fan-in release
-(complete_jobs through the workflow hook), cancel_workflow_run, complete_external_step and
-append_workflow_steps touch workflow_steps and workflow_step_dependencies only through an index
-lookup on a key, never by reading every step or edge of every run. Each of them plans its
-statements once per session (plan_cache_mode): the plans read here, on a call's first run, are
-the ones every later call of the session runs. The plans are read from the server with
-auto_explain (nested statements), as tests_py/test_plan_stability.py does for the batch lease
-functions."""
+(complete_jobs through the workflow hook), enqueue_workflow, cancel_workflow_run,
+complete_external_step and append_workflow_steps touch workflow_steps and
+workflow_step_dependencies only through an index lookup on a key, never by reading every step or
+edge of every run. Each of them plans its statements once per session (plan_cache_mode): the
+plans read here, on a call's first run, are the ones every later call of the session runs. The
+plans are read from the server with auto_explain (nested statements), as
+tests_py/test_plan_stability.py does for the batch lease functions."""
 
 from __future__ import annotations
 
@@ -160,6 +160,18 @@ def test_workflow_transitions_look_steps_and_edges_up_by_key(loaded: dict[str, A
         "cancel_workflow_run": (
             "SELECT * FROM pgrun.cancel_workflow_run(%s, 'plan stability')",
             (loaded["others"][3],),
+        ),
+        # a new keyed run: its steps inserted, its root released
+        "enqueue_workflow": (
+            "SELECT * FROM pgrun.enqueue_workflow(%s)",
+            (
+                Jsonb(
+                    {
+                        "idempotency_key": "plan-stability",
+                        "steps": [_step("r", "plan.new"), _step("n", "plan.new", ["r"])],
+                    }
+                ),
+            ),
         ),
         # an external step succeeds: its dependent is released, its payload built
         "complete_external_step": (
