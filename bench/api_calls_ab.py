@@ -3,8 +3,9 @@
 bench/call_ab.py times the worker's hot path (enqueue_job, claim_jobs, complete_jobs); this
 script times the calls around it, one at a time: enqueue_workflow of small runs (and a keyed
 retry of one), append_workflow_steps, complete_external_step, cancel_workflow_run, cancel_job,
-and a completion of a workflow step's job (complete_jobs through the workflow hook), with
-enqueue_job as the control. Both schemas live in one server, each in its own database, called
+a completion of a workflow step's job (complete_jobs through the workflow hook) and
+upsert_schedule (a new schedule, and one declared again unchanged), with enqueue_job as the
+control. Both schemas live in one server, each in its own database, called
 by a login role of its pgrun_admin: one connection per schema, each call its own transaction,
 made on one side and then on the other, in turns, so drift falls on both alike.
 
@@ -119,6 +120,23 @@ def complete_step(conn: psycopg.Connection[Any]) -> tuple[str, tuple[Any, ...]]:
     return "SELECT count(*) FROM pgrun.complete_jobs(ARRAY[%s]::uuid[], ARRAY[%s]::uuid[], NULL)", row
 
 
+def upsert_schedule(conn: psycopg.Connection[Any]) -> tuple[str, tuple[Any, ...]]:
+    """A new schedule, in a zone other than UTC."""
+    return (
+        "SELECT pgrun.upsert_schedule(%s, '0 9 * * MON-FRI', 'bench.cron', timezone => 'Europe/Berlin')",
+        (f"bench-{uuid.uuid4()}",),
+    )
+
+
+def restate_schedule(conn: psycopg.Connection[Any]) -> tuple[str, tuple[Any, ...]]:
+    """The same schedule declared again, unchanged (what a deploy that syncs its schedules does)."""
+    return (
+        "SELECT pgrun.upsert_schedule('bench-restated', '0 9 * * MON-FRI', 'bench.cron', "
+        "timezone => 'Europe/Berlin')",
+        (),
+    )
+
+
 def enqueue_job(conn: psycopg.Connection[Any]) -> tuple[str, tuple[Any, ...]]:
     return "SELECT pgrun.enqueue_job('bench.one', '{\"n\": 1}')", ()
 
@@ -133,6 +151,8 @@ CALLS: dict[str, Call] = {
     "cancel_workflow_run (5 steps)": cancel_run,
     "cancel_job": cancel_job,
     "complete_jobs (a chain's step)": complete_step,
+    "upsert_schedule (new)": upsert_schedule,
+    "upsert_schedule (restated)": restate_schedule,
     "enqueue_job (control)": enqueue_job,
 }
 

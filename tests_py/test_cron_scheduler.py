@@ -262,7 +262,7 @@ def test_the_async_scheduler_pauses_what_it_cannot_plan_too(db: str) -> None:
 def test_pgrun_schedules_reads_every_page(db: str, capsys: pytest.CaptureFixture[str]) -> None:
     with session(db) as conn:
         at(conn, T0)
-        # written directly (each upsert_schedule reads pg_timezone_names: ~30 ms)
+        # written directly: 1,005 schedules in one statement
         conn.execute(
             """
             INSERT INTO pgrun.job_schedules (name, cron, job_type, planned_until, next_run_at)

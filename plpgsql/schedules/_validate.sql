@@ -275,16 +275,20 @@ COMMENT ON FUNCTION pgrun._schedule_check_cron(text) IS
 'Private: the cron expression with whitespace collapsed, or raises schedule.invalid_cron (RQ003) unless it is '
 'in pgrun''s cron grammar (the one the Python scheduler accepts).';
 
--- Raises schedule.invalid_timezone unless PostgreSQL knows the zone by that exact name (at
--- most 200 characters, checked first).
+-- Raises schedule.invalid_timezone unless pg_timezone_names lists the zone by that exact name
+-- (at most 200 characters, checked first). The names it listed at install are kept in
+-- pgrun.timezone_names (sql/0025), looked up by key; pg_timezone_names itself, which loads
+-- every zone file of the server's time zone database (~30-40 ms), is read only for a name not
+-- found there: a zone the database gained since, or a name it does not know.
 CREATE OR REPLACE FUNCTION pgrun._schedule_check_timezone(p_timezone text)
 RETURNS void
 LANGUAGE plpgsql
 STABLE
 AS $$
 BEGIN
-    IF p_timezone IS NULL OR length(p_timezone) > 200 OR NOT EXISTS (
-        SELECT FROM pg_catalog.pg_timezone_names AS z WHERE z.name = p_timezone
+    IF p_timezone IS NULL OR length(p_timezone) > 200 OR NOT (
+        EXISTS (SELECT FROM pgrun.timezone_names AS t WHERE t.name = p_timezone)
+        OR EXISTS (SELECT FROM pg_catalog.pg_timezone_names AS z WHERE z.name = p_timezone)
     ) THEN
         PERFORM pgrun._raise(
             'schedule.invalid_timezone',
