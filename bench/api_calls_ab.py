@@ -1,13 +1,14 @@
 """The calls a web application or an operator makes, of this checkout against an older commit.
 
 bench/call_ab.py times the worker's hot path (enqueue_job, claim_jobs, complete_jobs); this
-script times the calls around it, one at a time: enqueue_workflow of small runs (and a keyed
-retry of one), append_workflow_steps, complete_external_step, cancel_workflow_run, cancel_job,
-a completion of a workflow step's job (complete_jobs through the workflow hook) and
-upsert_schedule (a new schedule, and one declared again unchanged), with enqueue_job as the
-control. Both schemas live in one server, each in its own database, called
-by a login role of its pgrun_admin: one connection per schema, each call its own transaction,
-made on one side and then on the other, in turns, so drift falls on both alike.
+script times the calls around it, one at a time: enqueue_workflow of small runs (a keyed retry
+of one, and a 2,000-wide fan-in: use few --calls for it), append_workflow_steps,
+complete_external_step, cancel_workflow_run, cancel_job, a completion of a workflow step's job
+(complete_jobs through the workflow hook) and upsert_schedule (a new schedule, and one declared
+again unchanged), with enqueue_job as the control. Both schemas live in one server, each in its
+own database, called by a login role of its pgrun_admin: one connection per schema, each call
+its own transaction, made on one side and then on the other, in turns, so drift falls on both
+alike.
 
 Each call is timed on the server (``clock_timestamp()`` around an ``EXECUTE`` of the call in a
 helper made in each scratch database): the round trip and the client, which a change to the SQL
@@ -83,6 +84,14 @@ def enqueue_chain(steps: int) -> Call:
     return lambda conn: ("SELECT pgrun.enqueue_workflow(%s::jsonb)", (spec,))
 
 
+def fan_in(parts: int) -> Call:
+    """``parts`` roots and one step behind all of them."""
+    steps: list[dict[str, Any]] = [{"key": f"p{i:05}", "job_type": "bench.part"} for i in range(parts)]
+    steps.append({"key": "merge", "job_type": "bench.merge", "depends_on": [s["key"] for s in steps]})
+    spec = json.dumps({"steps": steps})
+    return lambda conn: ("SELECT pgrun.enqueue_workflow(%s::jsonb)", (spec,))
+
+
 def keyed_retry(conn: psycopg.Connection[Any]) -> tuple[str, tuple[Any, ...]]:
     spec = chain(5, key=str(uuid.uuid4()))
     run_of(conn, spec)
@@ -146,6 +155,7 @@ CALLS: dict[str, Call] = {
     "enqueue_workflow (5-step chain)": enqueue_chain(5),
     "enqueue_workflow (20-step chain)": enqueue_chain(20),
     "enqueue_workflow (keyed retry, 5 steps)": keyed_retry,
+    "enqueue_workflow (2,000-wide fan-in)": fan_in(2000),
     "append_workflow_steps (1 step)": append_step,
     "complete_external_step": complete_external,
     "cancel_workflow_run (5 steps)": cancel_run,
