@@ -53,11 +53,11 @@ SET search_path = pg_catalog, pg_temp
 -- install, then a bulk import), the planner read every due schedule through a bitmap scan of
 -- job_schedules_due_idx and sorted them all to take max_schedules: 11-17 ms for each of a
 -- session's first five claims of 10 among 20,000 due schedules (custom plans), against
--- ~0.3 ms for the ordered walk that stops after 10 (tests_py/test_plan_stability_schedules.py). Without seq and bitmap scans the ordered
--- index walk is the only cheap path left; without hash and merge joins each chosen schedule is
--- then updated by primary key (with seq scans off alone, the planner merge-joined them with a
--- walk of job_schedules_pkey from its start to the last chosen id). The plan is built once per
--- session.
+-- ~0.3 ms for the ordered walk that stops after 10 (tests_py/test_plan_stability_schedules.py).
+-- Without seq and bitmap scans the ordered index walk is the only cheap path left; without
+-- hash and merge joins each chosen schedule is then updated by primary key (with seq scans off
+-- alone, the planner merge-joined them with a walk of job_schedules_pkey from its start to the
+-- last chosen id). The plan is built once per session.
 SET enable_seqscan = off
 SET enable_bitmapscan = off
 SET enable_hashjoin = off
