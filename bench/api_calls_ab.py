@@ -4,11 +4,11 @@ bench/call_ab.py times the worker's hot path (enqueue_job, claim_jobs, complete_
 script times the calls around it, one at a time: enqueue_workflow of small runs (a keyed retry
 of one, and a 2,000-wide fan-in: use few --calls for it), append_workflow_steps,
 complete_external_step, cancel_workflow_run, cancel_job, a completion of a workflow step's job
-(complete_jobs through the workflow hook) and upsert_schedule (a new schedule, and one declared
-again unchanged), with enqueue_job as the control. Both schemas live in one server, each in its
-own database, called by a login role of its pgrun_admin: one connection per schema, each call
-its own transaction, made on one side and then on the other, in turns, so drift falls on both
-alike.
+and of 200 runs' steps in one call (complete_jobs through the workflow hook; few --calls) and
+upsert_schedule (a new schedule, and one declared again unchanged), with enqueue_job as the
+control. Both schemas live in one server, each in its own database, called by a login role of
+its pgrun_admin: one connection per schema, each call its own transaction, made on one side and
+then on the other, in turns, so drift falls on both alike.
 
 Each call is timed on the server (``clock_timestamp()`` around an ``EXECUTE`` of the call in a
 helper made in each scratch database): the round trip and the client, which a change to the SQL
@@ -129,6 +129,30 @@ def complete_step(conn: psycopg.Connection[Any]) -> tuple[str, tuple[Any, ...]]:
     return "SELECT count(*) FROM pgrun.complete_jobs(ARRAY[%s]::uuid[], ARRAY[%s]::uuid[], NULL)", row
 
 
+def complete_steps(runs: int) -> Call:
+    """The roots of ``runs`` 3-step chains, claimed: one completion of them all releases each
+    run's next step (what a worker's flush does when it runs many workflows side by side)."""
+    spec = chain(3)
+
+    def call(conn: psycopg.Connection[Any]) -> tuple[str, tuple[Any, ...]]:
+        conn.execute(
+            "SELECT count(*) FROM (SELECT pgrun.enqueue_workflow(%s::jsonb)"
+            " FROM generate_series(1, %s)) AS e",
+            (spec, runs),
+        )
+        rows = conn.execute(
+            "SELECT job_id, lease_token FROM pgrun.claim_jobs('bench', 60, %s, NULL, ARRAY['bench.step'])",
+            (runs,),
+        ).fetchall()
+        assert len(rows) == runs, (len(rows), runs)
+        return (
+            "SELECT count(*) FROM pgrun.complete_jobs(%s::uuid[], %s::uuid[], NULL)",
+            ([r[0] for r in rows], [r[1] for r in rows]),
+        )
+
+    return call
+
+
 def upsert_schedule(conn: psycopg.Connection[Any]) -> tuple[str, tuple[Any, ...]]:
     """A new schedule, in a zone other than UTC."""
     return (
@@ -161,6 +185,7 @@ CALLS: dict[str, Call] = {
     "cancel_workflow_run (5 steps)": cancel_run,
     "cancel_job": cancel_job,
     "complete_jobs (a chain's step)": complete_step,
+    "complete_jobs (200 chains' steps)": complete_steps(200),
     "upsert_schedule (new)": upsert_schedule,
     "upsert_schedule (restated)": restate_schedule,
     "enqueue_job (control)": enqueue_job,
