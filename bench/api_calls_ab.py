@@ -4,11 +4,11 @@ bench/call_ab.py times the worker's hot path (enqueue_job, claim_jobs, complete_
 script times the calls around it, one at a time: enqueue_workflow of small runs (a keyed retry
 of one, and a 2,000-wide fan-in: use few --calls for it), append_workflow_steps,
 complete_external_step, cancel_workflow_run, cancel_job, a completion of a workflow step's job
-and of 200 runs' steps in one call (complete_jobs through the workflow hook; few --calls) and
-upsert_schedule (a new schedule, and one declared again unchanged), with enqueue_job as the
-control. Both schemas live in one server, each in its own database, called by a login role of
-its pgrun_admin: one connection per schema, each call its own transaction, made on one side and
-then on the other, in turns, so drift falls on both alike.
+and of 200 runs' steps in one call (complete_jobs through the workflow hook; few --calls),
+upsert_schedule (a new schedule, and one declared again unchanged) and run_schedule_now, with
+enqueue_job as the control. Both schemas live in one server, each in its own database, called
+by a login role of its pgrun_admin: one connection per schema, each call its own transaction,
+made on one side and then on the other, in turns, so drift falls on both alike.
 
 Each call is timed on the server (``clock_timestamp()`` around an ``EXECUTE`` of the call in a
 helper made in each scratch database): the round trip and the client, which a change to the SQL
@@ -170,6 +170,12 @@ def restate_schedule(conn: psycopg.Connection[Any]) -> tuple[str, tuple[Any, ...
     )
 
 
+def run_schedule_now(conn: psycopg.Connection[Any]) -> tuple[str, tuple[Any, ...]]:
+    """A schedule fired by hand: its tick and its job (the fire every scheduler tick makes)."""
+    conn.execute("SELECT pgrun.upsert_schedule('bench-now', '0 9 * * MON-FRI', 'bench.cron')")
+    return "SELECT count(*) FROM pgrun.run_schedule_now('bench-now')", ()
+
+
 def enqueue_job(conn: psycopg.Connection[Any]) -> tuple[str, tuple[Any, ...]]:
     return "SELECT pgrun.enqueue_job('bench.one', '{\"n\": 1}')", ()
 
@@ -188,6 +194,7 @@ CALLS: dict[str, Call] = {
     "complete_jobs (200 chains' steps)": complete_steps(200),
     "upsert_schedule (new)": upsert_schedule,
     "upsert_schedule (restated)": restate_schedule,
+    "run_schedule_now": run_schedule_now,
     "enqueue_job (control)": enqueue_job,
 }
 
