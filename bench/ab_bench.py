@@ -32,10 +32,11 @@ import os
 import statistics
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import psycopg
 
@@ -52,6 +53,15 @@ ORGANIZATION = "0b0e0f00-0000-4000-8000-000000000001"
 # The role prefix of a base that has the role model (head keeps pgrun's default).
 BASE_PREFIX = "pgrun_ab_base"
 MEASURES = ("single_enqueue_per_s", "bulk_enqueue_rows_per_s", "cycle_batch_100_jobs_per_s")
+
+
+@dataclass(frozen=True)
+class AdminSides:
+    """The two sides of a call-by-call comparison (``admin_sides``): each side's scratch
+    database as the server's superuser sees it, and the DSN of its admin login role."""
+
+    databases: dict[str, str]
+    dsns: dict[str, str]
 
 
 def grant_scopes(dsn: str, producer: str, worker: str) -> None:
@@ -103,6 +113,32 @@ def schema_at(ref: str) -> Iterator[Path]:
     """sql/ and plpgsql/ as they were at ``ref``, in a temporary folder."""
     with tempfile.TemporaryDirectory(prefix="pgrun_ab_") as folder:
         yield extract_schema(ref, Path(folder))
+
+
+@contextmanager
+def admin_sides(base: str, prefix: str, error: Callable[[str], NoReturn]) -> Iterator[AdminSides]:
+    """This checkout's schema and ``base``'s on one server (DATABASE_URL's, else an embedded
+    durable one), each in a scratch database named from ``prefix``, each called by a login role
+    of its pgrun_admin (no superuser: it would skip the privilege checks). ``error`` (a parser's)
+    is called when ``base`` predates the role model (migration 0007)."""
+    with (
+        server(False) as admin,
+        schema_at(base) as base_schema,
+        scratch_database(admin, prefix=f"{prefix}_head") as head,
+        scratch_database(admin, prefix=f"{prefix}_base") as base_db,
+    ):
+        if not (base_schema / "sql" / "0007_access.sql").exists():
+            error("--base must have the role model (migration 0007)")
+        migrate_from(head, None)
+        migrate_from(base_db, base_schema, prefix=BASE_PREFIX)
+        with (
+            login_roles(admin, {"admin": "admin"}) as made,
+            login_roles(admin, {"base_admin": "admin"}, prefix=BASE_PREFIX) as made_base,
+        ):
+            yield AdminSides(
+                databases={"base": base_db, "head": head},
+                dsns={"base": made_base["base_admin"].dsn(base_db), "head": made["admin"].dsn(head)},
+            )
 
 
 def migrate_from(dsn: str, schema: Path | None, prefix: str | None = None) -> None:

@@ -36,9 +36,7 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ab_bench import BASE_PREFIX, migrate_from, schema_at
-from jobs_bench import server
-from pgrun.testing import login_roles, scratch_database
+from ab_bench import admin_sides
 
 WARMUP = 20
 TIMER = """
@@ -242,34 +240,20 @@ def main() -> int:
 
     names = args.only or list(CALLS)
     rounds: list[dict[str, dict[str, float]]] = []
-    with (
-        server(False) as admin,
-        schema_at(args.base) as base_schema,
-        scratch_database(admin, prefix="pgrun_api_head") as head,
-        scratch_database(admin, prefix="pgrun_api_base") as base,
-    ):
-        if not (base_schema / "sql" / "0007_access.sql").exists():
-            parser.error("--base must have the role model (migration 0007)")
-        migrate_from(head, None)
-        migrate_from(base, base_schema, prefix=BASE_PREFIX)
-        for db in (head, base):
+    with admin_sides(args.base, "pgrun_api", parser.error) as sides:
+        for db in sides.databases.values():
             with psycopg.connect(db, autocommit=True) as conn:
                 conn.execute(TIMER)
-        with (
-            login_roles(admin, {"admin": "admin"}) as made,
-            login_roles(admin, {"base_admin": "admin"}, prefix=BASE_PREFIX) as made_base,
-        ):
-            dsns = {"base": made_base["base_admin"].dsn(base), "head": made["admin"].dsn(head)}
-            for n in range(args.rounds):
-                got = run_round(dsns, names, args.calls)
-                rounds.append(got)
-                print(
-                    f"round {n + 1}: "
-                    + ", ".join(
-                        f"{name} {got['base'][name]:.0f} -> {got['head'][name]:.0f} us" for name in names
-                    ),
-                    flush=True,
-                )
+        for n in range(args.rounds):
+            got = run_round(sides.dsns, names, args.calls)
+            rounds.append(got)
+            print(
+                f"round {n + 1}: "
+                + ", ".join(
+                    f"{name} {got['base'][name]:.0f} -> {got['head'][name]:.0f} us" for name in names
+                ),
+                flush=True,
+            )
 
     ratios = {name: statistics.median(r["head"][name] / r["base"][name] for r in rounds) for name in names}
     medians = {

@@ -43,9 +43,7 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ab_bench import BASE_PREFIX, migrate_from, schema_at
-from jobs_bench import server
-from pgrun.testing import login_roles, scratch_database
+from ab_bench import admin_sides
 
 WARMUP = 300
 
@@ -136,41 +134,27 @@ def main() -> int:
         parser.error("--batch is 1..1000 (claim_jobs' max_jobs)")
     step_names = steps(args.batch)
     rounds: list[dict[str, list[float]]] = []
-    with (
-        server(False) as admin,
-        schema_at(args.base) as base_schema,
-        scratch_database(admin, prefix="pgrun_call_head") as head,
-        scratch_database(admin, prefix="pgrun_call_base") as base,
-    ):
-        has_roles = (base_schema / "sql" / "0007_access.sql").exists()
-        if not has_roles:
-            parser.error("--base must have the role model (migration 0007)")
-        migrate_from(head, None)
-        migrate_from(base, base_schema, prefix=BASE_PREFIX)
-        with (
-            login_roles(admin, {"admin": "admin"}) as made,
-            login_roles(admin, {"base_admin": "admin"}, prefix=BASE_PREFIX) as made_base,
-        ):
-            dsns = {"base": made_base["base_admin"].dsn(base), "head": made["admin"].dsn(head)}
-            job_types = ["bench.noop"] if args.job_types else None
-            if args.capped is not None:
-                for dsn in dsns.values():
-                    with psycopg.connect(dsn, autocommit=True) as conn:
-                        conn.execute(
-                            "SELECT pgrun.set_job_runtime_config('bench.noop', max_concurrency => %s)",
-                            (args.capped,),
-                        )
-            for n in range(args.rounds):
-                got = run_round(dsns, args.calls, args.sync, args.batch, job_types)
-                rounds.append(got)
-                print(
-                    f"round {n + 1}: "
-                    + ", ".join(
-                        f"{step} {got['base'][i]:.0f} -> {got['head'][i]:.0f} us"
-                        for i, step in enumerate(step_names)
-                    ),
-                    flush=True,
-                )
+    with admin_sides(args.base, "pgrun_call", parser.error) as sides:
+        dsns = sides.dsns
+        job_types = ["bench.noop"] if args.job_types else None
+        if args.capped is not None:
+            for dsn in dsns.values():
+                with psycopg.connect(dsn, autocommit=True) as conn:
+                    conn.execute(
+                        "SELECT pgrun.set_job_runtime_config('bench.noop', max_concurrency => %s)",
+                        (args.capped,),
+                    )
+        for n in range(args.rounds):
+            got = run_round(dsns, args.calls, args.sync, args.batch, job_types)
+            rounds.append(got)
+            print(
+                f"round {n + 1}: "
+                + ", ".join(
+                    f"{step} {got['base'][i]:.0f} -> {got['head'][i]:.0f} us"
+                    for i, step in enumerate(step_names)
+                ),
+                flush=True,
+            )
 
     ratios = {
         step: statistics.median(r["head"][i] / r["base"][i] for r in rounds)
