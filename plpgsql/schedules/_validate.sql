@@ -304,7 +304,8 @@ $$;
 REVOKE EXECUTE ON FUNCTION pgrun._schedule_check_timezone(text) FROM public;
 
 COMMENT ON FUNCTION pgrun._schedule_check_timezone(text) IS
-'Private: raises schedule.invalid_timezone (RQ003) unless the zone is in pg_timezone_names.';
+'Private: raises schedule.invalid_timezone (RQ003) unless pg_timezone_names lists the zone: looked up first in '
+'pgrun.timezone_names (the names it listed at install), then in pg_timezone_names itself.';
 
 -- The scope list in canonical form (sorted; organization ids as lowercase uuid text), or
 -- raises schedule.invalid_scopes. p_organization_id is the schedule's own organization.
